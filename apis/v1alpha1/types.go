@@ -1,0 +1,128 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MemcachedSpec is what an application team asks for. Every field is optional except where
+// the schema says otherwise; the function fills the gaps from its Input's defaults, so a
+// claim with an empty spec is a valid, production-shaped Memcached of one replica.
+type MemcachedSpec struct {
+	// Size is the number of memcached replicas. Clients shard keys across all of them, so a
+	// larger size means a larger cache, not a faster one. The platform's policy caps it
+	// (3 unless the platform team says otherwise).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
+	// +optional
+	Size *int32 `json:"size,omitempty"`
+
+	// Image is the memcached container image. Empty means the platform's pinned default.
+	// The platform's policy may restrict the registries it may come from.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// MemoryLimitMB is memcached's cache size in megabytes (memcached -m). The container's
+	// memory request and limit are derived from it with headroom for connections.
+	// +kubebuilder:validation:Minimum=16
+	// +kubebuilder:default=64
+	// +optional
+	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
+
+	// MaxConnections is the number of simultaneous client connections each replica accepts
+	// (memcached -c).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	// +kubebuilder:default=1024
+	// +optional
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+
+	// Threads is the number of worker threads of each replica (memcached -t).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:default=4
+	// +optional
+	Threads *int32 `json:"threads,omitempty"`
+
+	// Resources sets the CPU of each memcached container. Memory is not settable here: it
+	// follows memoryLimitMB so that the cache always fits its container.
+	// +optional
+	Resources *CPUResources `json:"resources,omitempty"`
+
+	// HighAvailability spreads replicas across nodes and zones and protects them with a
+	// PodDisruptionBudget when there is more than one.
+	// +optional
+	HighAvailability *HighAvailability `json:"highAvailability,omitempty"`
+
+	// Metrics adds a Prometheus memcached exporter beside each replica.
+	// +optional
+	Metrics *Metrics `json:"metrics,omitempty"`
+}
+
+// CPUResources are the CPU requests and limits of the memcached container, in Kubernetes
+// quantity notation ("100m", "1").
+type CPUResources struct {
+	// Requests are the guaranteed CPU of each replica.
+	// +optional
+	Requests *CPU `json:"requests,omitempty"`
+
+	// Limits cap the CPU of each replica. Unset means no limit, which avoids CPU
+	// throttling of a latency-sensitive cache.
+	// +optional
+	Limits *CPU `json:"limits,omitempty"`
+}
+
+// CPU is one CPU quantity. It is an object rather than a bare string so that the shape
+// reads like a Kubernetes container's resources.
+type CPU struct {
+	// CPU is a Kubernetes quantity, for example "100m" or "1".
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+}
+
+// HighAvailability configures how replicas survive node failures and voluntary
+// disruptions such as node drains.
+type HighAvailability struct {
+	// Enabled turns on soft pod anti-affinity, topology spread across zones, and a
+	// PodDisruptionBudget allowing one replica down at a time when size > 1.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// Metrics configures the Prometheus exporter sidecar.
+type Metrics struct {
+	// Enabled adds a memcached exporter sidecar serving metrics on port 9150.
+	// +kubebuilder:default=false
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// MemcachedStatus is what the function reports back. Crossplane adds conditions (Ready,
+// Synced, and the function's Available) beside these fields.
+type MemcachedStatus struct {
+	// Replicas is the number of memcached pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// AvailableReplicas is the number of memcached pods ready to serve.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// Endpoint is the address clients use: the headless Service's DNS name and port, which
+	// resolves to every replica so that clients can shard keys across them.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// XMemcached is the composite resource. The Go type exists so that controller-gen can
+// derive the XRD's schema from it and so that tests can decode fixtures with it; the
+// function itself reads XRs as unstructured data because Crossplane adds fields of its own.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+type XMemcached struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MemcachedSpec   `json:"spec,omitempty"`
+	Status MemcachedStatus `json:"status,omitempty"`
+}

@@ -1,0 +1,58 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Input configures the function from a Composition pipeline step. No Input at all means
+// every default below.
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:resource:categories=crossplane
+type Input struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Defaults fill the fields a claim leaves empty.
+	// +optional
+	Defaults Defaults `json:"defaults,omitempty"`
+
+	// Policy bounds what a claim may ask for. A claim outside it is reported on the claim
+	// and changes nothing that runs.
+	// +optional
+	Policy Policy `json:"policy,omitempty"`
+}
+
+// Defaults are the values used where a claim is silent.
+type Defaults struct {
+	// Image is the memcached image used when a claim names none.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// MemoryLimitMB is the cache size used when a claim names none.
+	// +kubebuilder:validation:Minimum=16
+	// +optional
+	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
+
+	// ExporterImage is the Prometheus memcached exporter image used when metrics are on.
+	// +optional
+	ExporterImage string `json:"exporterImage,omitempty"`
+}
+
+// Policy bounds the claims a platform accepts.
+type Policy struct {
+	// MaxSize is the largest number of replicas a claim may ask for.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxSize *int32 `json:"maxSize,omitempty"`
+
+	// MaxMemoryLimitMB is the largest cache, in megabytes, a claim may ask for.
+	// +kubebuilder:validation:Minimum=16
+	// +optional
+	MaxMemoryLimitMB *int32 `json:"maxMemoryLimitMB,omitempty"`
+
+	// AllowedRegistries, when set, are the only registries images may come from, for
+	// example "docker.io" or "registry.example.com:5000". Empty allows any registry.
+	// +optional
+	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
+}

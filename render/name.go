@@ -1,0 +1,63 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// MaxNameLength is the longest base name: a Service name is a DNS-1035 label, and the
+// instance label value must fit in 63 characters too.
+const MaxNameLength = 63
+
+// Name derives a stable base name for the rendered objects from a claim's (or namespaced
+// XR's) name. Names of up to 63 characters that are already DNS-1035 labels are kept as
+// they are, so `kubectl get deploy` shows what the user typed. Anything else (dots, a
+// leading digit, more than 63 characters, as DNS-1123 subdomains allow for claims) is
+// mapped to a valid label, and when that changes it, a hash of the original keeps two
+// different names from colliding.
+func Name(s string) string {
+	if isDNS1035Label(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	n := b.String()
+	if n == "" || n[0] < 'a' || n[0] > 'z' {
+		n = "m-" + n
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	if len(n) > MaxNameLength-len(suffix) {
+		n = n[:MaxNameLength-len(suffix)]
+	}
+	return strings.TrimRight(n, "-") + suffix
+}
+
+// isDNS1035Label reports whether s is a valid DNS-1035 label: at most 63 lower-case
+// alphanumerics or '-', starting with a letter and ending with an alphanumeric.
+func isDNS1035Label(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9', c == '-':
+			if i == 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return s[len(s)-1] != '-'
+}

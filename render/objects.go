@@ -1,0 +1,214 @@
+package render
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// ConnectionSecretSuffix is appended to the base name for the Secret composed for namespaced
+// XRs, which (unlike claims) have no connection secret of their own.
+const ConnectionSecretSuffix = "-connection"
+
+// ConnectionSecretType is the type Crossplane gives connection secrets.
+const ConnectionSecretType corev1.SecretType = "connection.crossplane.io/v1alpha1"
+
+// Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
+// Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
+// seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
+// it needs no writable path.
+func Deployment(m Memcached) *appsv1.Deployment {
+	selector := SelectorLabels(m)
+	containers := []corev1.Container{memcachedContainer(m)}
+	if m.Metrics {
+		containers = append(containers, exporterContainer(m))
+	}
+	pod := corev1.PodSpec{
+		Containers:                   containers,
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](UID),
+			RunAsGroup:     ptr.To[int64](UID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	if m.HighAvailability {
+		pod.Affinity = antiAffinity(selector)
+		pod.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+			MaxSkew:           1,
+			TopologyKey:       "topology.kubernetes.io/zone",
+			WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
+		}}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: objectMeta(m, m.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             ptr.To(m.Size),
+			RevisionHistoryLimit: ptr.To[int32](3),
+			Selector:             &metav1.LabelSelector{MatchLabels: selector},
+			// Surge instead of taking a replica away: each replica holds a share of the
+			// keys, so capacity should not dip during a rollout.
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(m)},
+				Spec:       pod,
+			},
+		},
+	}
+}
+
+// Service is headless: memcached clients shard keys themselves, so the name must resolve to
+// every replica rather than load-balance across them through one virtual IP.
+func Service(m Memcached) *corev1.Service {
+	ports := []corev1.ServicePort{{
+		Name: PortName, Port: Port, TargetPort: intstr.FromString(PortName), Protocol: corev1.ProtocolTCP,
+	}}
+	if m.Metrics {
+		ports = append(ports, corev1.ServicePort{
+			Name: MetricsPortName, Port: MetricsPort, TargetPort: intstr.FromString(MetricsPortName), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: objectMeta(m, m.Name),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  SelectorLabels(m),
+			Ports:     ports,
+		},
+	}
+}
+
+// NeedsPodDisruptionBudget reports whether m gets a PodDisruptionBudget: only with high
+// availability on and more than one replica, since a budget over a single replica would
+// block every node drain.
+func NeedsPodDisruptionBudget(m Memcached) bool {
+	return m.HighAvailability && m.Size > 1
+}
+
+// PodDisruptionBudget lets voluntary disruptions (node drains, upgrades) take one replica at
+// a time, so at most one shard of the cache is cold at once.
+func PodDisruptionBudget(m Memcached) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: objectMeta(m, m.Name),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(m)},
+		},
+	}
+}
+
+// ConnectionSecret holds the connection details for namespaced XRs, which Crossplane v2 gives
+// no connection secret: applications mount it like a claim's.
+func ConnectionSecret(m Memcached) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: objectMeta(m, m.Name+ConnectionSecretSuffix),
+		Type:       ConnectionSecretType,
+		Data:       ConnectionDetails(m),
+	}
+}
+
+func objectMeta(m Memcached, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: m.Namespace, Labels: Labels(m)}
+}
+
+func memcachedContainer(m Memcached) corev1.Container {
+	mem := resource.MustParse(strconv.FormatInt(MemoryMiB(m), 10) + "Mi")
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: mem},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
+	}
+	if m.CPURequest != nil {
+		res.Requests[corev1.ResourceCPU] = *m.CPURequest
+	}
+	if m.CPULimit != nil {
+		res.Limits[corev1.ResourceCPU] = *m.CPULimit
+	}
+	probe := func(delay int32) *corev1.Probe {
+		return &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},
+			InitialDelaySeconds: delay,
+			PeriodSeconds:       10,
+			TimeoutSeconds:      1,
+			FailureThreshold:    3,
+		}
+	}
+	return corev1.Container{
+		Name:    ContainerName,
+		Image:   m.Image,
+		Command: []string{"memcached"},
+		Args: []string{
+			"--memory-limit=" + strconv.Itoa(int(m.MemoryLimitMB)),
+			"--conn-limit=" + strconv.Itoa(int(m.MaxConnections)),
+			"--threads=" + strconv.Itoa(int(m.Threads)),
+			"--port=" + strconv.Itoa(Port),
+		},
+		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		Resources:       res,
+		ReadinessProbe:  probe(0),
+		LivenessProbe:   probe(10),
+		SecurityContext: containerSecurityContext(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+	}
+}
+
+func exporterContainer(m Memcached) corev1.Container {
+	mem := resource.MustParse("32Mi")
+	return corev1.Container{
+		Name:  ExporterContainerName,
+		Image: m.ExporterImage,
+		Args:  []string{"--memcached.address=localhost:" + strconv.Itoa(Port)},
+		Ports: []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(MetricsPortName)}},
+			PeriodSeconds: 10,
+		},
+		SecurityContext: containerSecurityContext(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+	}
+}
+
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// antiAffinity prefers, but does not require, one replica per node: a required rule would
+// leave replicas Pending on small clusters, which is worse than two shards sharing a node.
+func antiAffinity(selector map[string]string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{
+				TopologyKey:   "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
+			},
+		}},
+	}}
+}

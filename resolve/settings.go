@@ -1,0 +1,135 @@
+// Package resolve turns what a user wrote (an XR's spec, as unstructured data) and what the
+// platform team configured (the function's Input) into a render.Memcached, or into a list of
+// field errors that name the field, the value and the limit. It is the only place where
+// defaults and policy live, so the function and the managed-resource controller accept and
+// reject exactly the same specs.
+package resolve
+
+import (
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/example/function-memcached/input/v1beta1"
+)
+
+// Built-in defaults, used where neither a claim nor the Input says otherwise.
+const (
+	// DefaultImage is a pinned memcached release on Alpine: small, and never "latest", so
+	// that a node pulling the image months later gets what was tested.
+	DefaultImage = "memcached:1.6.39-alpine"
+	// DefaultExporterImage is the pinned Prometheus memcached exporter.
+	DefaultExporterImage = "prom/memcached-exporter:v0.15.4"
+	// DefaultMemoryLimitMB is the tutorial's cache size.
+	DefaultMemoryLimitMB = 64
+	// DefaultMaxSize is the tutorial's limit of three replicas.
+	DefaultMaxSize = 3
+	// DefaultMaxMemoryLimitMB caps a cache at 1 GiB unless the platform allows more.
+	DefaultMaxMemoryLimitMB = 1024
+	// MinMemoryLimitMB is the smallest cache memcached runs usefully with.
+	MinMemoryLimitMB = 16
+	// DefaultMaxConnections and DefaultThreads are memcached's own defaults.
+	DefaultMaxConnections = 1024
+	DefaultThreads        = 4
+	// MaxConnections and MaxThreads bound what a claim may ask for.
+	MaxConnections = 65536
+	MaxThreads     = 64
+	// DefaultCPURequest is a modest guaranteed share; memcached is rarely CPU-bound.
+	DefaultCPURequest = "100m"
+)
+
+// Settings are the Input with every default applied and checked.
+type Settings struct {
+	Image             string
+	ExporterImage     string
+	MemoryLimitMB     int64
+	MaxSize           int64
+	MaxMemoryLimitMB  int64
+	AllowedRegistries []string
+}
+
+// NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
+// here is the platform team's mistake, not the claim owner's: the function reports it as
+// Fatal, and the message names the Input field.
+func NewSettings(in *v1beta1.Input) (Settings, error) {
+	s := Settings{
+		Image:            DefaultImage,
+		ExporterImage:    DefaultExporterImage,
+		MemoryLimitMB:    DefaultMemoryLimitMB,
+		MaxSize:          DefaultMaxSize,
+		MaxMemoryLimitMB: DefaultMaxMemoryLimitMB,
+	}
+	if in == nil {
+		return s, nil
+	}
+	if in.Defaults.Image != "" {
+		s.Image = in.Defaults.Image
+	}
+	if in.Defaults.ExporterImage != "" {
+		s.ExporterImage = in.Defaults.ExporterImage
+	}
+	if in.Defaults.MemoryLimitMB != nil {
+		s.MemoryLimitMB = int64(*in.Defaults.MemoryLimitMB)
+	}
+	if in.Policy.MaxSize != nil {
+		s.MaxSize = int64(*in.Policy.MaxSize)
+	}
+	if in.Policy.MaxMemoryLimitMB != nil {
+		s.MaxMemoryLimitMB = int64(*in.Policy.MaxMemoryLimitMB)
+	}
+	s.AllowedRegistries = in.Policy.AllowedRegistries
+
+	var errs field.ErrorList
+	if s.MaxSize < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "maxSize"), s.MaxSize, "must be at least 1"))
+	}
+	if s.MaxMemoryLimitMB < MinMemoryLimitMB {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "maxMemoryLimitMB"), s.MaxMemoryLimitMB, "must be at least 16"))
+	}
+	if s.MemoryLimitMB < MinMemoryLimitMB || s.MemoryLimitMB > s.MaxMemoryLimitMB {
+		errs = append(errs, field.Invalid(field.NewPath("defaults", "memoryLimitMB"), s.MemoryLimitMB,
+			"must be between 16 and policy.maxMemoryLimitMB"))
+	}
+	for i, r := range s.AllowedRegistries {
+		if _, err := name.NewRegistry(r, name.StrictValidation); err != nil || r == "" {
+			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedRegistries").Index(i), r, "must be a registry host, like docker.io or registry.example.com:5000"))
+		}
+	}
+	errs = append(errs, s.checkImage(field.NewPath("defaults", "image"), s.Image)...)
+	errs = append(errs, s.checkImage(field.NewPath("defaults", "exporterImage"), s.ExporterImage)...)
+	if len(errs) > 0 {
+		return Settings{}, errors.Wrap(errs.ToAggregate(), "invalid function Input")
+	}
+	return s, nil
+}
+
+// checkImage reports an image that is not a valid reference or whose registry the policy
+// does not allow.
+func (s Settings) checkImage(p *field.Path, image string) field.ErrorList {
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, image, "must be a valid image reference, like memcached:1.6.39-alpine")}
+	}
+	if len(s.AllowedRegistries) == 0 {
+		return nil
+	}
+	reg := normalizeRegistry(ref.Context().RegistryStr())
+	for _, r := range s.AllowedRegistries {
+		if normalizeRegistry(r) == reg {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(p, image, "registry "+reg+" is not allowed; allowed registries are "+strings.Join(s.AllowedRegistries, ", "))}
+}
+
+// normalizeRegistry maps Docker Hub's aliases to one name, so that a policy naming
+// docker.io allows "memcached:1.6" (whose registry go-containerregistry calls
+// index.docker.io).
+func normalizeRegistry(r string) string {
+	if r == name.DefaultRegistry || r == "docker.io" || r == "registry-1.docker.io" {
+		return "docker.io"
+	}
+	return r
+}
