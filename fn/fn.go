@@ -9,10 +9,13 @@
 package fn
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/pkg/errors"
+	"google.golang.org/protobuf/encoding/protojson"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,9 +73,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	log := f.log.WithValues("tag", req.GetMeta().GetTag())
 	rsp := response.To(req, response.DefaultTTL)
 
-	in := &v1beta1.Input{}
-	if err := request.GetInput(req, in); err != nil {
-		response.Fatal(rsp, errors.Wrap(err, "cannot parse the function's Input (memcached.fn.example.com/v1beta1)"))
+	in, err := input(req)
+	if err != nil {
+		response.Fatal(rsp, err)
 		return rsp, nil
 	}
 	settings, err := resolve.NewSettings(in)
@@ -116,7 +119,10 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	m := render.Memcached{Name: t.name, Namespace: t.namespace}
 	if len(errs) == 0 {
 		spec, _ := oxr.Resource.Object["spec"].(map[string]any)
-		m, errs = resolve.Memcached(spec, t.name, t.namespace, settings)
+		var resolved render.Memcached
+		if resolved, errs = resolve.Memcached(spec, t.name, t.namespace, settings); len(errs) == 0 {
+			m = resolved
+		}
 	}
 
 	var cond readiness.Condition
@@ -149,6 +155,26 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	log.Debug("Composed Memcached", "size", m.Size, "available", cond.Available, "reason", cond.Reason)
 	return rsp, nil
+}
+
+// input decodes the step's Input strictly: an unknown or mistyped field is the platform
+// team's mistake and is reported with its path, rather than silently ignored. A step without
+// Input gets every default.
+func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
+	in := &v1beta1.Input{}
+	if req.GetInput() == nil {
+		return in, nil
+	}
+	b, err := protojson.Marshal(req.GetInput())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the function's Input")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(in); err != nil {
+		return nil, errors.Wrap(err, "invalid function Input (memcached.fn.example.com/v1beta1)")
+	}
+	return in, nil
 }
 
 // targetInfo says where a Memcached's objects live and what they are called.

@@ -67,7 +67,7 @@ type Condition struct {
 // which keeps Creating and Resizing from flickering into Progressing while replicas start.
 func Available(d *appsv1.Deployment, size int32, previous string) Condition {
 	if d == nil {
-		return Condition{Reason: ReasonCreating, Message: fmt.Sprintf("creating %d replicas: 0/%d available", size, size)}
+		return Condition{Reason: ReasonCreating, Message: fmt.Sprintf("creating: 0/%d replicas available", size)}
 	}
 	avail := d.Status.AvailableReplicas
 	counts := fmt.Sprintf("%d/%d replicas available", avail, size)
@@ -82,7 +82,7 @@ func Available(d *appsv1.Deployment, size int32, previous string) Condition {
 	case previous == "" || previous == ReasonCreating:
 		return Condition{Reason: ReasonCreating, Message: "creating: " + counts}
 	case replicas != size:
-		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing from %d to %d replicas: %s", replicas, size, counts)}
+		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing from %d to %d replicas (%d available)", replicas, size, avail)}
 	case previous == ReasonResizing:
 		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing to %d replicas: %s", size, counts)}
 	case d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != size || d.Status.Replicas != size:

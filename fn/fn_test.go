@@ -1,0 +1,149 @@
+package fn
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+)
+
+// update regenerates the golden responses: go test ./fn -update. Review the diff like code.
+var update = flag.Bool("update", false, "write the golden response files in testdata/")
+
+// TestRunFunction drives RunFunction with the request fixture of each case under
+// testdata/<case>/request.yaml and compares the whole response with
+// testdata/<case>/response.yaml.
+func TestRunFunction(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+	}{
+		"create-claim-size-3": {
+			reason: "A new size-3 claim gets a 3-replica Deployment, a headless Service and a PodDisruptionBudget in the claim's namespace, none ready yet, Available=False/Creating, the endpoint in status and connection details, and no event.",
+		},
+		"create-no-input": {
+			reason: "Without an Input every default applies: pinned image, 64 MB cache, size 1 without a PodDisruptionBudget.",
+		},
+		"steady-state-ready": {
+			reason: "A running Deployment with every replica updated and available makes every composed resource ready and Available=True, with no event because nothing changed.",
+		},
+		"became-available": {
+			reason: "The first time every replica is available, Available turns True and one Normal event says so.",
+		},
+		"still-creating": {
+			reason: "A created Deployment whose pods are starting stays Creating with the replica count in the message, and is not ready.",
+		},
+		"resize-3-to-1": {
+			reason: "Resizing an available size-3 Memcached to 1 renders 1 replica, drops the PodDisruptionBudget, reports Resizing and emits one Normal event.",
+		},
+		"rolling-out": {
+			reason: "A Deployment whose new generation is not yet observed is Progressing and not ready.",
+		},
+		"degraded": {
+			reason: "Losing a replica without any change of spec is Degraded, announced once with a Warning event.",
+		},
+		"degraded-repeated": {
+			reason: "A Degraded Memcached that stays degraded emits no further event (no event spam).",
+		},
+		"invalid-size-keeps-running": {
+			reason: "An invalid resize (size 9 over maxSize 3) keeps the running Deployment, Service and PDB exactly as observed, and tells the claim owner the field, value and limit in a Warning and Available=False/InvalidSpec.",
+		},
+		"invalid-repeated-no-event": {
+			reason: "The same invalid spec on the next reconcile repeats the condition but not the Warning event.",
+		},
+		"invalid-on-create": {
+			reason: "An invalid spec on first create creates nothing and reports every bad field at once.",
+		},
+		"invalid-image-registry": {
+			reason: "An image from a registry the policy does not allow is rejected, naming the allowed registries.",
+		},
+		"invalid-input": {
+			reason: "An Input field of the wrong type is a Fatal result naming the field.",
+		},
+		"invalid-input-unknown-field": {
+			reason: "A misspelt Input field is a Fatal result naming it, rather than a policy silently not applied.",
+		},
+		"invalid-input-policy": {
+			reason: "An Input whose policy is impossible (maxSize 0) is a Fatal result naming the Input field.",
+		},
+		"namespaced-xr": {
+			reason: "A v2 namespaced XR gets its objects in its own namespace and a composed connection Secret instead of connection details.",
+		},
+		"cluster-xr-without-claim": {
+			reason: "A cluster-scoped XR without a claim has no namespace for its objects: InvalidSpec, nothing created.",
+		},
+		"pass-through-earlier-steps": {
+			reason: "Resources desired by earlier pipeline steps pass through untouched beside the function's own.",
+		},
+		"long-claim-name": {
+			reason: "A claim name longer than a DNS label gets a stable, valid, hashed base name.",
+		},
+		"ha-off-metrics-on": {
+			reason: "With highAvailability off, size 3 gets no PodDisruptionBudget and no anti-affinity; metrics on adds the exporter and the Service's metrics port.",
+		},
+		"corrupted-observed-deployment": {
+			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
+		},
+	}
+	f := New(logging.NewNopLogger())
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{}
+			readProtoYAML(t, filepath.Join("testdata", name, "request.yaml"), req)
+
+			got, err := f.RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatalf("%s\nRunFunction(...): unexpected gRPC error: %v", tc.reason, err)
+			}
+
+			golden := filepath.Join("testdata", name, "response.yaml")
+			if *update {
+				writeProtoYAML(t, golden, got)
+			}
+			want := &fnv1.RunFunctionResponse{}
+			readProtoYAML(t, golden, want)
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", tc.reason, golden, diff)
+			}
+		})
+	}
+}
+
+func readProtoYAML(t *testing.T, path string, m proto.Message) {
+	t.Helper()
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := protojson.Unmarshal(j, m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func writeProtoYAML(t *testing.T, path string, m proto.Message) {
+	t.Helper()
+	j, err := protojson.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,174 @@
+package xrd
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/example/function-memcached/apis/v1alpha1"
+)
+
+// TestXRDsAgreeWithGoTypes proves that the XRDs users install describe exactly the Go types
+// in apis/v1alpha1: the same fields, with the same JSON names and types, at every depth of
+// spec and status. `make generate` derives the XRDs from the types; this test fails when
+// someone changes one side without regenerating the other.
+func TestXRDsAgreeWithGoTypes(t *testing.T) {
+	for _, path := range []string{"../../example/definition.yaml", "../../example/namespaced/definition.yaml"} {
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
+			xrd := readYAML(t, path)
+			versions := dig(xrd, "spec", "versions").([]any)
+			props := dig(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties").(map[string]any)
+			for field, typ := range map[string]reflect.Type{
+				"spec":   reflect.TypeFor[v1alpha1.MemcachedSpec](),
+				"status": reflect.TypeFor[v1alpha1.MemcachedStatus](),
+			} {
+				if diff := cmp.Diff(shape(typ), schemaShape(props[field].(map[string]any))); diff != "" {
+					t.Errorf("%s: %s: XRD schema (+) and Go type %s (-) disagree; run make generate:\n%s", path, field, typ, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestGenerate checks what the XRD adds beside the schema: the claim, the printer columns
+// users see in `kubectl get memcached`, and the scope of each variant.
+func TestGenerate(t *testing.T) {
+	crd := []byte(`
+spec:
+  versions:
+  - name: v1alpha1
+    schema:
+      openAPIV3Schema:
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object}
+`)
+	cases := map[string]struct {
+		reason string
+		v      Variant
+		want   map[string]any
+	}{
+		"Legacy": {
+			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys.",
+			v:      Legacy,
+			want: map[string]any{
+				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
+				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port", "size": "integer",
+			},
+		},
+		"Namespaced": {
+			reason: "The v2 variant is namespaced, in its own group, without claims.",
+			v:      Namespaced,
+			want: map[string]any{
+				"apiVersion": "apiextensions.crossplane.io/v2", "scope": "Namespaced", "claim": nil,
+				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "", "size": "integer",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := Generate(crd, tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]any{}
+			if err := yaml.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			ver := dig(out, "spec", "versions").([]any)[0].(map[string]any)
+			var cols, keys []string
+			for _, c := range ver["additionalPrinterColumns"].([]any) {
+				cols = append(cols, c.(map[string]any)["name"].(string))
+			}
+			if ks, ok := dig(out, "spec", "connectionSecretKeys").([]any); ok {
+				for _, k := range ks {
+					keys = append(keys, k.(string))
+				}
+			}
+			got := map[string]any{
+				"apiVersion": out["apiVersion"], "scope": dig(out, "spec", "scope"), "claim": dig(out, "spec", "claimNames", "kind"),
+				"columns": strings.Join(cols, ","), "keys": strings.Join(keys, ","),
+				"size": dig(ver, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "type"),
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nGenerate(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+	if _, err := Generate([]byte("spec: {versions: []}"), Legacy); err == nil {
+		t.Error("Generate(CRD without versions): want an error, got none")
+	}
+}
+
+// shape describes a Go type as "field: type" lines, recursively, with JSON names.
+func shape(t reflect.Type) []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := prefix + strings.Split(f.Tag.Get("json"), ",")[0]
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch ft.Kind() {
+			case reflect.Struct:
+				out = append(out, name+": object")
+				walk(ft, name+".")
+			case reflect.Int32, reflect.Int64, reflect.Int:
+				out = append(out, name+": integer")
+			case reflect.Bool:
+				out = append(out, name+": boolean")
+			case reflect.String:
+				out = append(out, name+": string")
+			default:
+				out = append(out, name+": "+ft.Kind().String())
+			}
+		}
+	}
+	walk(t, "")
+	sort.Strings(out)
+	return out
+}
+
+// schemaShape describes an OpenAPI schema the same way.
+func schemaShape(s map[string]any) []string {
+	var out []string
+	var walk func(s map[string]any, prefix string)
+	walk = func(s map[string]any, prefix string) {
+		props, _ := s["properties"].(map[string]any)
+		for name, p := range props {
+			ps := p.(map[string]any)
+			out = append(out, prefix+name+": "+ps["type"].(string))
+			if ps["type"] == "object" {
+				walk(ps, prefix+name+".")
+			}
+		}
+	}
+	walk(s, "")
+	sort.Strings(out)
+	return out
+}
+
+func readYAML(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := yaml.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package readiness
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// deployment builds an observed Deployment; mutate adjusts the one field a case is about.
+func deployment(specReplicas, replicas, updated, available int32, mutate ...func(*appsv1.Deployment)) *appsv1.Deployment {
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(specReplicas)},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 2, Replicas: replicas, UpdatedReplicas: updated, AvailableReplicas: available,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func TestDeployment(t *testing.T) {
+	type args struct {
+		d    *appsv1.Deployment
+		size int32
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   bool
+	}{
+		"NotObserved":  {reason: "Nothing is ready before it is observed.", args: args{nil, 1}, want: false},
+		"AllAvailable": {reason: "Every replica updated and available, generation observed, Available=True.", args: args{deployment(3, 3, 3, 3), 3}, want: true},
+		"StaleGeneration": {
+			reason: "A spec change the controller has not observed yet may change everything.",
+			args:   args{deployment(3, 3, 3, 3, func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), 3},
+			want:   false,
+		},
+		"NotAllUpdated": {reason: "Old replicas are still serving during a rollout.", args: args{deployment(3, 3, 2, 3), 3}, want: false},
+		"NotAllAvailable": {reason: "A replica that is not available is not serving its keys.", args: args{deployment(3, 3, 3, 2), 3}, want: false},
+		"WrongSize": {reason: "Three available replicas do not make a size-1 Memcached ready.", args: args{deployment(3, 3, 3, 3), 1}, want: false},
+		"SurplusOldPods": {reason: "Pods beyond the size (a surge still terminating) mean the rollout is not finished.", args: args{deployment(3, 4, 3, 3), 3}, want: false},
+		"AvailableConditionFalse": {
+			reason: "The Deployment's own Available condition must agree.",
+			args: args{deployment(3, 3, 3, 3, func(d *appsv1.Deployment) {
+				d.Status.Conditions[0].Status = corev1.ConditionFalse
+			}), 3},
+			want: false,
+		},
+		"NoConditions": {
+			reason: "A Deployment the controller has not reported on is not ready.",
+			args:   args{deployment(1, 1, 1, 1, func(d *appsv1.Deployment) { d.Status.Conditions = nil }), 1},
+			want:   false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Deployment(tc.args.d, tc.args.size); got != tc.want {
+				t.Errorf("%s\nDeployment(...): want %t, got %t", tc.reason, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestAvailable(t *testing.T) {
+	type args struct {
+		d        *appsv1.Deployment
+		size     int32
+		previous string
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   Condition
+	}{
+		"NotObserved": {
+			reason: "Before the Deployment exists the Memcached is being created.",
+			args:   args{nil, 3, ""},
+			want:   Condition{Reason: ReasonCreating, Message: "creating: 0/3 replicas available"},
+		},
+		"Available": {
+			reason: "Every replica available is Available=True with the count.",
+			args:   args{deployment(3, 3, 3, 3), 3, ReasonCreating},
+			want:   Condition{Available: true, Reason: ReasonAvailable, Message: "3/3 replicas available"},
+		},
+		"StillCreating": {
+			reason: "Until it has been available once, a starting Memcached is Creating, even while the Deployment's status is still catching up.",
+			args:   args{deployment(3, 0, 0, 0), 3, ReasonCreating},
+			want:   Condition{Reason: ReasonCreating, Message: "creating: 0/3 replicas available"},
+		},
+		"ResizeRequested": {
+			reason: "A size that differs from the running Deployment's is a resize.",
+			args:   args{deployment(3, 3, 3, 3), 1, ReasonAvailable},
+			want:   Condition{Reason: ReasonResizing, Message: "resizing from 3 to 1 replicas (3 available)"},
+		},
+		"ResizeInProgress": {
+			reason: "Once the Deployment has the new size, Resizing lasts until the new replicas are available.",
+			args:   args{deployment(3, 3, 1, 1), 3, ReasonResizing},
+			want:   Condition{Reason: ReasonResizing, Message: "resizing to 3 replicas: 1/3 replicas available"},
+		},
+		"RollingOut": {
+			reason: "A new spec rolling out is Progressing with updated and available counts.",
+			args:   args{deployment(3, 4, 1, 3), 3, ReasonAvailable},
+			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: 1/3 replicas updated, 3/3 replicas available"},
+		},
+		"GenerationNotObserved": {
+			reason: "A spec change not yet seen by the Deployment controller is Progressing.",
+			args:   args{deployment(3, 3, 3, 3, func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), 3, ReasonAvailable},
+			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: 3/3 replicas updated, 3/3 replicas available"},
+		},
+		"Degraded": {
+			reason: "A replica lost with nothing changing is Degraded.",
+			args:   args{deployment(3, 3, 3, 2), 3, ReasonAvailable},
+			want:   Condition{Reason: ReasonDegraded, Message: "2/3 replicas available"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Available(tc.args.d, tc.args.size, tc.args.previous)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nAvailable(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
