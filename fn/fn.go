@@ -118,10 +118,15 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	t, errs := target(oxr.Resource.GetName(), oxr.Resource.GetNamespace(), oxr.Resource.GetLabels())
 	m := render.Memcached{Name: t.name, Namespace: t.namespace}
 	if len(errs) == 0 {
-		spec, _ := oxr.Resource.Object["spec"].(map[string]any)
-		var resolved render.Memcached
-		if resolved, errs = resolve.Memcached(spec, t.name, t.namespace, settings); len(errs) == 0 {
-			m = resolved
+		spec, ok := oxr.Resource.Object["spec"].(map[string]any)
+		if !ok && oxr.Resource.Object["spec"] != nil {
+			errs = field.ErrorList{field.Invalid(field.NewPath("spec"), oxr.Resource.Object["spec"], "must be an object")}
+		}
+		if len(errs) == 0 {
+			var resolved render.Memcached
+			if resolved, errs = resolve.Memcached(spec, t.name, t.namespace, settings); len(errs) == 0 {
+				m = resolved
+			}
 		}
 	}
 

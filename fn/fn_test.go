@@ -118,7 +118,7 @@ func TestRunFunction(t *testing.T) {
 	}
 }
 
-func readProtoYAML(t *testing.T, path string, m proto.Message) {
+func readProtoYAML(t testing.TB, path string, m proto.Message) {
 	t.Helper()
 	y, err := os.ReadFile(path)
 	if err != nil {
@@ -133,7 +133,7 @@ func readProtoYAML(t *testing.T, path string, m proto.Message) {
 	}
 }
 
-func writeProtoYAML(t *testing.T, path string, m proto.Message) {
+func writeProtoYAML(t testing.TB, path string, m proto.Message) {
 	t.Helper()
 	j, err := protojson.Marshal(m)
 	if err != nil {

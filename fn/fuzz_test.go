@@ -1,0 +1,152 @@
+package fn
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/resolve"
+)
+
+// FuzzRunFunction throws arbitrary XRs, observed Deployments and Inputs at RunFunction. Its
+// seeds are the request fixtures in testdata/, which `go test` runs; `make fuzz` explores
+// beyond them. Whatever the input, the function must not panic or return a gRPC error, and
+// its response must be a Fatal result or a desired state that is safe to apply:
+//   - with an invalid spec, every observed composed resource desired exactly as it runs;
+//   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
+//     security context, and every object named with a valid DNS name.
+func FuzzRunFunction(f *testing.F) {
+	dirs, _ := filepath.Glob(filepath.Join("testdata", "*", "request.yaml"))
+	for _, d := range dirs {
+		req := &fnv1.RunFunctionRequest{}
+		readProtoYAML(f, d, req)
+		f.Add(jsonOf(req.GetObserved().GetComposite().GetResource()),
+			jsonOf(req.GetObserved().GetResources()[string(KeyDeployment)].GetResource()),
+			jsonOf(req.GetInput()))
+	}
+	fn := New(logging.NewNopLogger())
+	f.Fuzz(func(t *testing.T, xrJSON, deploymentJSON, inputJSON string) {
+		req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: structOf(xrJSON)}}}
+		if d := structOf(deploymentJSON); d != nil {
+			req.Observed.Resources = map[string]*fnv1.Resource{string(KeyDeployment): {Resource: d}}
+		}
+		req.Input = structOf(inputJSON)
+		orig := proto.Clone(req).(*fnv1.RunFunctionRequest)
+
+		rsp, err := fn.RunFunction(context.Background(), req)
+		if err != nil {
+			t.Fatalf("RunFunction returned a gRPC error: %v", err)
+		}
+		for _, r := range rsp.GetResults() {
+			if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+				return
+			}
+		}
+		in, err := input(orig)
+		if err != nil {
+			t.Fatalf("no Fatal result, yet the Input is invalid: %v", err)
+		}
+		s, err := resolve.NewSettings(in)
+		if err != nil {
+			t.Fatalf("no Fatal result, yet the Input's policy is invalid: %v", err)
+		}
+		invalid := false
+		for _, c := range rsp.GetConditions() {
+			invalid = invalid || c.GetReason() == readiness.ReasonInvalidSpec
+		}
+		for name, r := range rsp.GetDesired().GetResources() {
+			if invalid {
+				o, ok := orig.GetObserved().GetResources()[name]
+				if !ok {
+					t.Fatalf("invalid spec, yet %s is desired without being observed: it would be created", name)
+				}
+				if !proto.Equal(o.GetResource().GetFields()["spec"], r.GetResource().GetFields()["spec"]) {
+					t.Fatalf("invalid spec, yet the running %s would change", name)
+				}
+				continue
+			}
+			checkSafe(t, name, r.GetResource(), s.MaxSize)
+		}
+		if invalid {
+			for name := range orig.GetObserved().GetResources() {
+				if _, ok := rsp.GetDesired().GetResources()[name]; !ok {
+					t.Fatalf("invalid spec, yet the running %s would be deleted", name)
+				}
+			}
+		}
+	})
+}
+
+// checkSafe fails unless a rendered object has a valid name and, for a Deployment, a size
+// within policy and a restricted pod.
+func checkSafe(t *testing.T, name string, s *structpb.Struct, maxSize int64) {
+	t.Helper()
+	md := s.GetFields()["metadata"].GetStructValue().GetFields()
+	objName := md["name"].GetStringValue()
+	if errs := validation.IsDNS1123Subdomain(objName); len(errs) > 0 {
+		t.Fatalf("%s has an invalid name %q: %v", name, objName, errs)
+	}
+	for k, v := range md["labels"].GetStructValue().GetFields() {
+		if errs := validation.IsValidLabelValue(v.GetStringValue()); len(errs) > 0 {
+			t.Fatalf("%s has an invalid value for label %s: %v", name, k, errs)
+		}
+	}
+	switch s.GetFields()["kind"].GetStringValue() {
+	case "Service":
+		if errs := validation.IsDNS1035Label(objName); len(errs) > 0 {
+			t.Fatalf("Service name %q is not a DNS-1035 label: %v", objName, errs)
+		}
+	case "Deployment":
+		d := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(s.AsMap(), d); err != nil {
+			t.Fatalf("rendered Deployment does not decode: %v", err)
+		}
+		if r := ptr.Deref(d.Spec.Replicas, 0); r < 1 || int64(r) > maxSize {
+			t.Fatalf("rendered Deployment has %d replicas, outside 1..%d", r, maxSize)
+		}
+		pod := d.Spec.Template.Spec
+		if pod.SecurityContext == nil || !ptr.Deref(pod.SecurityContext.RunAsNonRoot, false) ||
+			pod.SecurityContext.SeccompProfile == nil || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Fatalf("rendered pod security context is not restricted: %+v", pod.SecurityContext)
+		}
+		for _, c := range pod.Containers {
+			sc := c.SecurityContext
+			if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+				t.Fatalf("container %s security context is not restricted: %+v", c.Name, sc)
+			}
+		}
+	}
+}
+
+func jsonOf(s *structpb.Struct) string {
+	if s == nil {
+		return ""
+	}
+	b, _ := protojson.Marshal(s)
+	return string(b)
+}
+
+func structOf(j string) *structpb.Struct {
+	if j == "" {
+		return nil
+	}
+	s := &structpb.Struct{}
+	if err := protojson.Unmarshal([]byte(j), s); err != nil {
+		return nil
+	}
+	return s
+}
+
