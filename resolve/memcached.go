@@ -3,6 +3,7 @@ package resolve
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,31 +20,29 @@ import (
 // It reads the unstructured data directly rather than through JSON, so that a wrong type or
 // an out-of-range number is reported with the value the user wrote.
 func Memcached(spec map[string]any, name, namespace string, s Settings) (render.Memcached, field.ErrorList) {
-	p := field.NewPath("spec")
 	d := decoder{}
 	m := render.Memcached{
 		Name:             name,
 		Namespace:        namespace,
-		Size:             d.integer(spec, p, "size", 1, 1, s.MaxSize, "policy.maxSize"),
-		MemoryLimitMB:    d.integer(spec, p, "memoryLimitMB", s.MemoryLimitMB, MinMemoryLimitMB, s.MaxMemoryLimitMB, "policy.maxMemoryLimitMB"),
-		MaxConnections:   d.integer(spec, p, "maxConnections", DefaultMaxConnections, 1, MaxConnections, ""),
-		Threads:          d.integer(spec, p, "threads", DefaultThreads, 1, MaxThreads, ""),
-		Image:            d.str(spec, p, "image", s.Image),
-		HighAvailability: d.boolean(d.object(spec, p, "highAvailability"), p.Child("highAvailability"), "enabled", true),
-		Metrics:          d.boolean(d.object(spec, p, "metrics"), p.Child("metrics"), "enabled", false),
+		Size:             d.integer(spec, "spec", "size", 1, 1, s.MaxSize, "policy.maxSize"),
+		MemoryLimitMB:    d.integer(spec, "spec", "memoryLimitMB", s.MemoryLimitMB, MinMemoryLimitMB, s.MaxMemoryLimitMB, "policy.maxMemoryLimitMB"),
+		MaxConnections:   d.integer(spec, "spec", "maxConnections", DefaultMaxConnections, 1, MaxConnections, ""),
+		Threads:          d.integer(spec, "spec", "threads", DefaultThreads, 1, MaxThreads, ""),
+		Image:            d.str(spec, "spec", "image", s.Image),
+		HighAvailability: d.boolean(d.object(spec, "spec", "highAvailability"), "spec.highAvailability", "enabled", true),
+		Metrics:          d.boolean(d.object(spec, "spec", "metrics"), "spec.metrics", "enabled", false),
 		ExporterImage:    s.ExporterImage,
 	}
 	if m.Image != s.Image {
 		// The default was checked with the Input; a user's image is checked here.
-		d.errs = append(d.errs, s.checkImage(p.Child("image"), m.Image)...)
+		d.errs = append(d.errs, s.checkImage(field.NewPath("spec", "image"), m.Image)...)
 	}
 
-	rp := p.Child("resources")
-	res := d.object(spec, p, "resources")
-	m.CPURequest = d.cpu(d.object(res, rp, "requests"), rp.Child("requests"), DefaultCPURequest)
-	m.CPULimit = d.cpu(d.object(res, rp, "limits"), rp.Child("limits"), "")
+	res := d.object(spec, "spec", "resources")
+	m.CPURequest = d.cpu(d.object(res, "spec.resources", "requests"), "spec.resources.requests", DefaultCPURequest)
+	m.CPULimit = d.cpu(d.object(res, "spec.resources", "limits"), "spec.resources.limits", "")
 	if m.CPURequest != nil && m.CPULimit != nil && m.CPULimit.Cmp(*m.CPURequest) < 0 {
-		d.errs = append(d.errs, field.Invalid(rp.Child("limits", "cpu"), m.CPULimit.String(),
+		d.errs = append(d.errs, field.Invalid(field.NewPath("spec", "resources", "limits", "cpu"), m.CPULimit.String(),
 			"must be at least resources.requests.cpu ("+m.CPURequest.String()+")"))
 	}
 	if len(d.errs) > 0 {
@@ -52,41 +51,47 @@ func Memcached(spec map[string]any, name, namespace string, s Settings) (render.
 	return m, nil
 }
 
-// decoder reads typed values out of unstructured data, collecting field errors.
+// decoder reads typed values out of unstructured data, collecting field errors. Parents are
+// dotted paths ("spec.resources"), turned into field paths only when there is an error to
+// report: the function resolves a spec on every reconcile, and nearly every spec is valid.
 type decoder struct {
 	errs field.ErrorList
 }
 
+// invalid records that the value at parent.key is invalid.
+func (d *decoder) invalid(parent, key string, v any, detail string) {
+	parts := strings.Split(parent, ".")
+	d.errs = append(d.errs, field.Invalid(field.NewPath(parts[0], append(parts[1:], key)...), v, detail))
+}
+
 // integer reads an integer in [lo, hi], returning def when absent. limitName, when set,
 // names the policy field behind hi, so that users know whom to ask for more.
-func (d *decoder) integer(obj map[string]any, parent *field.Path, key string, def, lo, hi int64, limitName string) int32 {
-	p := parent.Child(key)
+func (d *decoder) integer(obj map[string]any, parent, key string, def, lo, hi int64, limitName string) int32 {
 	v, ok := obj[key]
 	if !ok || v == nil {
 		return int32(def)
 	}
 	n, isInt := asInt(v)
-	limit := fmt.Sprintf("must be an integer between %d and %d", lo, hi)
-	if limitName != "" {
-		limit += " (" + limitName + ")"
-	}
 	if !isInt || n < lo || n > hi {
-		d.errs = append(d.errs, field.Invalid(p, v, limit))
+		limit := fmt.Sprintf("must be an integer between %d and %d", lo, hi)
+		if limitName != "" {
+			limit += " (" + limitName + ")"
+		}
+		d.invalid(parent, key, v, limit)
 		return int32(def)
 	}
 	return int32(n)
 }
 
 // str reads a non-empty string, returning def when absent or empty.
-func (d *decoder) str(obj map[string]any, parent *field.Path, key, def string) string {
-	p := parent.Child(key)
+func (d *decoder) str(obj map[string]any, parent, key, def string) string {
 	v, ok := obj[key]
 	if !ok || v == nil {
 		return def
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		d.errs = append(d.errs, field.Invalid(p, v, "must be a string"))
+		d.invalid(parent, key, v, "must be a string")
 		return def
 	}
 	if s == "" {
@@ -96,45 +101,42 @@ func (d *decoder) str(obj map[string]any, parent *field.Path, key, def string) s
 }
 
 // boolean reads true or false, returning def when absent.
-func (d *decoder) boolean(obj map[string]any, parent *field.Path, key string, def bool) bool {
-	p := parent.Child(key)
+func (d *decoder) boolean(obj map[string]any, parent, key string, def bool) bool {
 	v, ok := obj[key]
 	if !ok || v == nil {
 		return def
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		d.errs = append(d.errs, field.Invalid(p, v, "must be true or false"))
+		d.invalid(parent, key, v, "must be true or false")
 		return def
 	}
 	return b
 }
 
 // object reads a nested object; absent or wrong-typed reads as empty (the latter reported).
-func (d *decoder) object(obj map[string]any, parent *field.Path, key string) map[string]any {
-	p := parent.Child(key)
+func (d *decoder) object(obj map[string]any, parent, key string) map[string]any {
 	v, ok := obj[key]
 	if !ok || v == nil {
 		return nil
 	}
 	o, isObj := v.(map[string]any)
 	if !isObj {
-		d.errs = append(d.errs, field.Invalid(p, v, "must be an object"))
+		d.invalid(parent, key, v, "must be an object")
 		return nil
 	}
 	return o
 }
 
 // cpu reads a positive CPU quantity, returning def (nil when def is empty) when absent.
-func (d *decoder) cpu(obj map[string]any, parent *field.Path, def string) *resource.Quantity {
-	p := parent.Child("cpu")
+func (d *decoder) cpu(obj map[string]any, parent, def string) *resource.Quantity {
 	s := d.str(obj, parent, "cpu", def)
 	if s == "" {
 		return nil
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil || q.Sign() <= 0 {
-		d.errs = append(d.errs, field.Invalid(p, s, `must be a positive CPU quantity, like "100m" or "1"`))
+		d.invalid(parent, "cpu", s, `must be a positive CPU quantity, like "100m" or "1"`)
 		return nil
 	}
 	return &q

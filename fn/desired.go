@@ -1,0 +1,135 @@
+package fn
+
+import (
+	"sync"
+
+	"github.com/pkg/errors"
+	"google.golang.org/protobuf/types/known/structpb"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/example/function-memcached/render"
+)
+
+// maxCachedRenders bounds the render cache. Each entry is a few kilobytes; a control plane
+// with more distinct Memcacheds than this re-renders some of them, which is correct, only
+// slower.
+const maxCachedRenders = 1024
+
+// rendered is what the function desires for one resolved Memcached, converted to the
+// protobuf form of the response once. Responses share these Structs read-only: protobuf
+// marshals a message concurrently as long as nobody mutates it.
+type rendered struct {
+	objects map[string]*structpb.Struct
+	// endpoint and connection are what the XR reports: status.endpoint and, for claims,
+	// connection details.
+	endpoint   string
+	connection map[string][]byte
+}
+
+// renderKey identifies a rendering. render.Memcached is comparable except for its CPU
+// quantities, which are pointers; their canonical strings stand in for them.
+type renderKey struct {
+	m                    render.Memcached
+	cpuRequest, cpuLimit string
+	namespaced           bool
+}
+
+// renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
+// runs on every reconcile of it.
+type renderCache struct {
+	mu sync.RWMutex
+	m  map[renderKey]*rendered
+}
+
+func (c *renderCache) get(m render.Memcached, namespaced bool) (*rendered, error) {
+	k := renderKey{m: m, namespaced: namespaced}
+	if m.CPURequest != nil {
+		k.cpuRequest = m.CPURequest.String()
+	}
+	if m.CPULimit != nil {
+		k.cpuLimit = m.CPULimit.String()
+	}
+	k.m.CPURequest, k.m.CPULimit = nil, nil
+
+	c.mu.RLock()
+	r, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return r, nil
+	}
+	r, err := renderAll(m, namespaced)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedRenders {
+		for old := range c.m { // Evict one entry at random.
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[k] = r
+	c.mu.Unlock()
+	return r, nil
+}
+
+// renderAll renders every object m needs and converts each to a Struct.
+func renderAll(m render.Memcached, namespaced bool) (*rendered, error) {
+	objs := map[string]runtime.Object{
+		KeyDeployment: render.Deployment(m),
+		KeyService:    render.Service(m),
+	}
+	if render.NeedsPodDisruptionBudget(m) {
+		objs[KeyPDB] = render.PodDisruptionBudget(m)
+	}
+	if namespaced {
+		objs[KeyConnectionSecret] = render.ConnectionSecret(m)
+	}
+	r := &rendered{
+		objects:    make(map[string]*structpb.Struct, len(objs)),
+		endpoint:   render.Endpoint(m),
+		connection: render.ConnectionDetails(m),
+	}
+	for k, o := range objs {
+		s, err := toStruct(o)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot render %s", k)
+		}
+		r.objects[k] = s
+	}
+	return r, nil
+}
+
+// toStruct converts a rendered object into the Struct the response carries, without the
+// empty status and null creationTimestamp that typed objects serialize.
+func toStruct(o runtime.Object) (*structpb.Struct, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]any); ok {
+		delete(md, "creationTimestamp")
+	}
+	return structpb.NewStruct(m)
+}
+
+// hold returns the desired form of an observed object that must stay exactly as it runs:
+// its identity, labels and content (spec, data, type), without the status and server-set
+// metadata (uid, resourceVersion, managedFields, …) that an apply must not carry.
+func hold(o *structpb.Struct) *structpb.Struct {
+	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(o.GetFields()))}
+	for k, v := range o.GetFields() {
+		if k != "status" && k != "metadata" {
+			out.Fields[k] = v
+		}
+	}
+	md := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	for _, k := range []string{"name", "namespace", "labels"} {
+		if v := get(o, "metadata", k); v != nil {
+			md.Fields[k] = v
+		}
+	}
+	out.Fields["metadata"] = structpb.NewStructValue(md)
+	return out
+}

@@ -1,0 +1,117 @@
+package fn
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/pkg/errors"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	"github.com/example/function-memcached/input/v1beta1"
+	"github.com/example/function-memcached/resolve"
+)
+
+// maxCachedInputs bounds the Input cache: a control plane has one Input per Composition
+// revision, so a handful of entries serve every call.
+const maxCachedInputs = 64
+
+// settingsCache remembers the Settings of each Input it has seen. The Input is the same on
+// every call of a Composition, so decoding and checking it once is enough.
+type settingsCache struct {
+	mu sync.RWMutex
+	m  map[string]settingsEntry
+}
+
+type settingsEntry struct {
+	s   resolve.Settings
+	err error
+}
+
+// settings returns the Settings of the request's Input, or the error that makes it a Fatal
+// result.
+func (c *settingsCache) settings(req *fnv1.RunFunctionRequest) (resolve.Settings, error) {
+	key := appendCanonical(make([]byte, 0, 256), structpb.NewStructValue(req.GetInput()))
+	c.mu.RLock()
+	e, ok := c.m[string(key)]
+	c.mu.RUnlock()
+	if ok {
+		return e.s, e.err
+	}
+	in, err := input(req)
+	if err == nil {
+		e.s, e.err = resolve.NewSettings(in)
+	} else {
+		e.err = err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedInputs {
+		clear(c.m)
+	}
+	c.m[string(key)] = e
+	c.mu.Unlock()
+	return e.s, e.err
+}
+
+// input decodes the step's Input strictly: an unknown or mistyped field is the platform
+// team's mistake and is reported with its path, rather than silently ignored. A step without
+// Input gets every default.
+func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
+	in := &v1beta1.Input{}
+	if req.GetInput() == nil {
+		return in, nil
+	}
+	b, err := protojson.Marshal(req.GetInput())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the function's Input")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(in); err != nil {
+		return nil, errors.Wrap(err, "invalid function Input (memcached.fn.example.com/v1beta1)")
+	}
+	return in, nil
+}
+
+// appendCanonical appends an encoding of v in which equal values encode equally whatever the
+// order of their maps. It keys the Input cache without the reflection that deterministic
+// protobuf marshaling costs on every call.
+func appendCanonical(b []byte, v *structpb.Value) []byte {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		if k.StructValue == nil {
+			return append(b, 'n')
+		}
+		keys := make([]string, 0, len(k.StructValue.GetFields()))
+		for key := range k.StructValue.GetFields() {
+			keys = append(keys, key)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for _, key := range keys {
+			b = strconv.AppendQuote(b, key)
+			b = appendCanonical(b, k.StructValue.GetFields()[key])
+		}
+		return append(b, '}')
+	case *structpb.Value_ListValue:
+		b = append(b, '[')
+		for _, e := range k.ListValue.GetValues() {
+			b = appendCanonical(b, e)
+		}
+		return append(b, ']')
+	case *structpb.Value_StringValue:
+		return strconv.AppendQuote(append(b, 's'), k.StringValue)
+	case *structpb.Value_NumberValue:
+		return strconv.AppendUint(append(b, 'f'), math.Float64bits(k.NumberValue), 16)
+	case *structpb.Value_BoolValue:
+		return strconv.AppendBool(append(b, 'b'), k.BoolValue)
+	default:
+		return append(b, 'n')
+	}
+}
