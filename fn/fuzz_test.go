@@ -149,4 +149,3 @@ func structOf(j string) *structpb.Struct {
 	}
 	return s
 }
-
