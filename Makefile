@@ -77,3 +77,5 @@ test: check-generate $(BIN)/crossplane
 .PHONY: clean
 clean:
 	rm -rf $(BIN)
+
+include build/bench.mk
