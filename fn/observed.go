@@ -2,6 +2,7 @@ package fn
 
 import (
 	"math"
+	"strings"
 
 	"github.com/pkg/errors"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -67,7 +68,7 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 		}
 		n, ok := v.GetKind().(*structpb.Value_NumberValue)
 		if !ok || n.NumberValue != math.Trunc(n.NumberValue) || math.Abs(n.NumberValue) > math.MaxInt32 {
-			err = errors.Errorf("%s: want an integer, got %v", joinPath(path), v.AsInterface())
+			err = errors.Errorf("%s: want an integer, got %v", strings.Join(path, "."), v.AsInterface())
 			return 0
 		}
 		return int64(n.NumberValue)
@@ -90,15 +91,4 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 		})
 	}
 	return d, errors.Wrapf(err, "cannot read the observed Deployment %q", d.Name)
-}
-
-func joinPath(p []string) string {
-	out := ""
-	for i, s := range p {
-		if i > 0 {
-			out += "."
-		}
-		out += s
-	}
-	return out
 }
