@@ -79,3 +79,4 @@ clean:
 	rm -rf $(BIN)
 
 include build/bench.mk
+include build/provider.mk

@@ -1,0 +1,105 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+)
+
+// TypeAvailable is the Instance's own condition beside Crossplane's Ready and Synced. Ready
+// can only say Available, Unavailable or Creating; Available carries the reason users know
+// from the claim (Creating, Resizing, Progressing, Degraded, InvalidSpec) and the replica
+// counts, so that a composition can hand the same condition on to its claim.
+const TypeAvailable xpv2.ConditionType = "Available"
+
+// InstanceParameters are the desired state of a Memcached in the target cluster: where it
+// runs, and the same fields a claim has. Defaults and limits are the provider's built-in
+// policy (see package resolve); a spec that breaks it is reported on the Instance and
+// changes nothing in the target cluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="name is immutable: changing it would orphan the running Memcached"
+type InstanceParameters struct {
+	// Namespace of the target cluster the Deployment, Service and PodDisruptionBudget are
+	// created in. It must exist there; the provider does not create namespaces, which are
+	// usually owned by whoever owns the target cluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namespace is immutable: changing it would orphan the running Memcached"
+	Namespace string `json:"namespace"`
+
+	// Name is the base name of the objects in the target cluster. Empty means the
+	// Instance's own name. Like a claim's name, it is kept when it is a valid DNS label and
+	// mapped to one (with a hash suffix) otherwise.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// MemcachedSpec holds the claim's fields (size, image, memoryLimitMB, ...), embedded so
+	// that the Instance and the claim cannot drift apart.
+	cachev1alpha1.MemcachedSpec `json:",inline"`
+}
+
+// InstanceObservation is the observed state of the Memcached in the target cluster: the
+// same fields a claim's status has.
+type InstanceObservation struct {
+	// MemcachedStatus holds replicas, availableReplicas and endpoint. The endpoint is the
+	// headless Service's DNS name in the target cluster, so it resolves from there.
+	cachev1alpha1.MemcachedStatus `json:",inline"`
+}
+
+// InstanceSpec is the desired state of an Instance.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.providerConfigRef) || self.providerConfigRef.kind in ['ProviderConfig', 'ClusterProviderConfig']",message="providerConfigRef.kind must be ProviderConfig or ClusterProviderConfig"
+type InstanceSpec struct {
+	// ManagedResourceSpec holds managementPolicies, writeConnectionSecretToRef and
+	// providerConfigRef (by default the ClusterProviderConfig named default).
+	xpv2.ManagedResourceSpec `json:",inline"`
+
+	// ForProvider is the Memcached to run in the target cluster.
+	ForProvider InstanceParameters `json:"forProvider"`
+}
+
+// InstanceStatus is the observed state of an Instance.
+type InstanceStatus struct {
+	// ManagedResourceStatus holds the conditions (Ready, Synced, Available).
+	xpv2.ManagedResourceStatus `json:",inline"`
+
+	// AtProvider is what runs in the target cluster.
+	// +optional
+	AtProvider InstanceObservation `json:"atProvider,omitempty"`
+}
+
+// An Instance is a Memcached running in another cluster: a Deployment, a headless Service
+// and, for highly available sizes above one, a PodDisruptionBudget, exactly as the
+// composition function renders them for a claim. Its connection secret holds endpoint, host
+// and port.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,memcached}
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="AVAILABLE",type="string",JSONPath=".status.conditions[?(@.type=='Available')].reason"
+// +kubebuilder:printcolumn:name="SIZE",type="integer",JSONPath=".spec.forProvider.size"
+// +kubebuilder:printcolumn:name="NAMESPACE",type="string",JSONPath=".spec.forProvider.namespace",priority=1
+// +kubebuilder:printcolumn:name="ENDPOINT",type="string",JSONPath=".status.atProvider.endpoint",priority=1
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+type Instance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InstanceSpec   `json:"spec"`
+	Status InstanceStatus `json:"status,omitempty"`
+}
+
+// InstanceList is a list of Instances.
+//
+// +kubebuilder:object:root=true
+type InstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Instance `json:"items"`
+}

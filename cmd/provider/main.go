@@ -1,0 +1,142 @@
+// Command provider runs the Memcached provider: the controllers that run Memcached
+// Instances in other clusters. It only wires flags to a controller-runtime manager;
+// everything it runs lives in internal/controller.
+package main
+
+import (
+	"io"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	memcached "github.com/example/function-memcached/internal/controller"
+)
+
+// cli holds the flags Crossplane providers conventionally take. Crossplane's package
+// manager sets the environment variables.
+type cli struct {
+	Debug                   bool          `short:"d" help:"Run with debug logging (and controller-runtime's own logs)."`
+	LeaderElection          bool          `short:"l" help:"Use leader election, so that only one replica reconciles at a time." env:"LEADER_ELECTION"`
+	LeaderElectionNamespace string        `help:"Namespace of the leader election lease." default:"crossplane-system" env:"POD_NAMESPACE"`
+	Sync                    time.Duration `short:"s" help:"How often every watched object is re-listed from the API server, re-checking all of them for drift." default:"1h"`
+	Poll                    time.Duration `help:"How often each Instance is checked for drift in its target cluster." default:"1m"`
+	PollStateMetric         time.Duration `help:"How often the managed resource state metrics are recorded." default:"5s"`
+	MaxReconcileRate        int           `help:"The most reconciles per second, across all controllers; also the number of concurrent reconciles." default:"10"`
+	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
+}
+
+// Validate rejects flag values that would stall the controllers rather than run them.
+func (c *cli) Validate() error {
+	if c.MaxReconcileRate < 1 {
+		return errors.Errorf("--max-reconcile-rate must be at least 1, not %d", c.MaxReconcileRate)
+	}
+	if c.Poll <= 0 || c.Sync <= 0 {
+		return errors.New("--poll and --sync must be positive durations")
+	}
+	return nil
+}
+
+// Run starts the manager and blocks until SIGTERM or SIGINT.
+func (c *cli) Run() error {
+	zl := zap.New(zap.UseDevMode(c.Debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-memcached"))
+	if c.Debug {
+		// controller-runtime is verbose even at info level: give it a logger only when
+		// debugging, and a silent one otherwise so that it does not warn about having none.
+		ctrl.SetLogger(zl)
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return errors.Wrap(err, "cannot get the API server's REST config")
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, c.MaxReconcileRate), managerOptions(c, scheme))
+	if err != nil {
+		return errors.Wrap(err, "cannot create the controller manager")
+	}
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+
+	o := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: c.MaxReconcileRate,
+		PollInterval:            c.Poll,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
+		Features:                &feature.Flags{},
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: c.PollStateMetric,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+	}
+	if err := memcached.Setup(mgr, o); err != nil {
+		return errors.Wrap(err, "cannot set up the Memcached controllers")
+	}
+	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate)
+	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
+}
+
+// newScheme knows the provider's kinds and the built-in ones it reads and writes in the
+// control plane: Secrets, events and leases.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add Kubernetes APIs to the scheme")
+	}
+	return s, errors.Wrap(v1alpha1.AddToScheme(s), "cannot add the Memcached provider APIs to the scheme")
+}
+
+// managerOptions turns the flags into the manager's options.
+func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
+		Scheme:  s,
+		Cache:   cache.Options{SyncPeriod: &c.Sync},
+		Metrics: metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		// Secrets are read when an Instance connects, a few at a time: reading them directly
+		// spares the provider a cache (and a watch) of every Secret in the cluster.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
+
+		// Leases only, with long leases: renewals that miss their deadline under load
+		// otherwise cost the leadership, as other Crossplane providers have found.
+		LeaderElection:             c.LeaderElection,
+		LeaderElectionID:           "crossplane-leader-election-provider-memcached",
+		LeaderElectionNamespace:    c.LeaderElectionNamespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func main() {
+	ctx := kong.Parse(&cli{}, kong.Description("A Crossplane provider that runs Memcached in other clusters."))
+	ctx.FatalIfErrorf(ctx.Run())
+}

@@ -1,0 +1,162 @@
+// Package instance translates between a Memcached and an Instance, the managed resource
+// that runs a Memcached in another cluster. Both sides use it: the Instance controller to
+// resolve an Instance and report its state, and a composition function to compose an
+// Instance for a claim and read back whether it is ready. Keeping both directions here keeps
+// them symmetric. Every function is pure, no client and no I/O; only the conditions carry
+// the current time as their transition time.
+package instance
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/resolve"
+)
+
+// ForMemcached returns an Instance that runs m, already resolved (and so validated against
+// the caller's policy), in the cluster that ref's (Cluster)ProviderConfig reaches. Every
+// field is written out, none left to the provider's defaults, so the provider renders
+// exactly what the caller resolved.
+//
+// The Instance has no name: Crossplane names composed resources itself. The caller may set
+// one, and spec.writeConnectionSecretToRef for a connection Secret (endpoint, host, port).
+// One thing cannot be carried: m.ExporterImage, which has no field in the claim's spec; the
+// provider uses its own default exporter image.
+//
+// The provider applies its built-in policy (at most 3 replicas, 1024 MB, any registry) to
+// the Instance too, so an m the caller's policy allows beyond those limits is reported as
+// an invalid spec on the Instance.
+func ForMemcached(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.Instance {
+	spec := cachev1alpha1.MemcachedSpec{
+		Size:             ptr.To(m.Size),
+		Image:            m.Image,
+		MemoryLimitMB:    ptr.To(m.MemoryLimitMB),
+		MaxConnections:   ptr.To(m.MaxConnections),
+		Threads:          ptr.To(m.Threads),
+		HighAvailability: &cachev1alpha1.HighAvailability{Enabled: ptr.To(m.HighAvailability)},
+		Metrics:          &cachev1alpha1.Metrics{Enabled: ptr.To(m.Metrics)},
+	}
+	if m.CPURequest != nil || m.CPULimit != nil {
+		spec.Resources = &cachev1alpha1.CPUResources{}
+		if m.CPURequest != nil {
+			spec.Resources.Requests = &cachev1alpha1.CPU{CPU: m.CPURequest.String()}
+		}
+		if m.CPULimit != nil {
+			spec.Resources.Limits = &cachev1alpha1.CPU{CPU: m.CPULimit.String()}
+		}
+	}
+	i := &v1alpha1.Instance{}
+	i.SetGroupVersionKind(v1alpha1.InstanceGroupVersionKind)
+	i.Spec.ProviderConfigReference = &ref
+	i.Spec.ForProvider = v1alpha1.InstanceParameters{Namespace: m.Namespace, Name: m.Name, MemcachedSpec: spec}
+	return i
+}
+
+// Target returns the base name and the namespace of an Instance's objects in its target
+// cluster: forProvider.name (or the Instance's own name) mapped like a claim's name by
+// render.Name, and forProvider.namespace.
+func Target(i *v1alpha1.Instance) (name, namespace string) {
+	n := i.Spec.ForProvider.Name
+	if n == "" {
+		n = i.GetName()
+	}
+	return render.Name(n), i.Spec.ForProvider.Namespace
+}
+
+// Resolve validates an Instance's forProvider exactly as resolve validates a claim's spec,
+// with s as the policy, and returns what to render. Errors name the Instance's fields
+// (spec.forProvider.size, not spec.size), each with its value and limit.
+func Resolve(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, field.ErrorList) {
+	name, namespace := Target(i)
+	if namespace == "" {
+		return render.Memcached{}, field.ErrorList{field.Required(field.NewPath("spec", "forProvider", "namespace"),
+			"the namespace of the target cluster to run Memcached in")}
+	}
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&i.Spec.ForProvider.MemcachedSpec)
+	if err != nil {
+		// A typed spec always converts; report it against forProvider rather than panic.
+		return render.Memcached{}, field.ErrorList{field.InternalError(field.NewPath("spec", "forProvider"), err)}
+	}
+	m, errs := resolve.Memcached(spec, name, namespace, s)
+	for _, e := range errs {
+		// resolve names claim fields under "spec"; the same fields live under spec.forProvider.
+		if rest, ok := strings.CutPrefix(e.Field, "spec"); ok {
+			e.Field = "spec.forProvider" + rest
+		}
+	}
+	return m, errs
+}
+
+// InvalidMessage joins field errors into one line, in the words the function uses for a
+// claim, so that both tell a user the same thing.
+func InvalidMessage(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return "invalid spec, nothing was changed: " + strings.Join(msgs, "; ")
+}
+
+// Conditions express an Available verdict as the Instance's conditions: Crossplane's Ready
+// (Available, Creating or Unavailable, whose message leads with the verdict's own reason,
+// like "Degraded: 2/3 replicas available") and the Instance's Available condition, which
+// carries the verdict's reason and message unchanged.
+func Conditions(c readiness.Condition, generation int64) (ready, available xpv2.Condition) {
+	switch {
+	case c.Available:
+		ready = xpv2.Available()
+	case c.Reason == readiness.ReasonCreating:
+		ready = xpv2.Creating()
+	default:
+		ready = xpv2.Unavailable()
+	}
+	ready = ready.WithMessage(c.Reason + ": " + c.Message).WithObservedGeneration(generation)
+
+	available = xpv2.Condition{
+		Type:               v1alpha1.TypeAvailable,
+		Status:             corev1.ConditionFalse,
+		Reason:             xpv2.ConditionReason(c.Reason),
+		Message:            c.Message,
+		ObservedGeneration: generation,
+		LastTransitionTime: ready.LastTransitionTime,
+	}
+	if c.Available {
+		available.Status = corev1.ConditionTrue
+	}
+	return ready, available
+}
+
+// Ready reports whether an observed Instance is ready: its Ready condition is True, which
+// the provider sets only when every replica of the current spec is available. A composition
+// function marks the composed Instance ready with it.
+func Ready(i *v1alpha1.Instance) bool {
+	return i.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+}
+
+// Available returns the Available verdict of an observed Instance, for a composition
+// function to hand on to its claim: the Instance's Available condition as the provider set
+// it. An Instance the provider has not observed yet is Creating; when the provider could not
+// sync it (for example, it cannot reach the target cluster), the message says why.
+//
+// A function receives observed Instances as unstructured data; convert one with
+// runtime.DefaultUnstructuredConverter.FromUnstructured(obj, &v1alpha1.Instance{}).
+func Available(i *v1alpha1.Instance) readiness.Condition {
+	if c := i.GetCondition(v1alpha1.TypeAvailable); c.Reason != "" {
+		return readiness.Condition{Available: c.Status == corev1.ConditionTrue, Reason: string(c.Reason), Message: c.Message}
+	}
+	msg := "creating: waiting for the provider to observe the Instance"
+	if s := i.GetCondition(xpv2.TypeSynced); s.Status == corev1.ConditionFalse && s.Message != "" {
+		msg = "creating: " + s.Message
+	}
+	return readiness.Condition{Reason: readiness.ReasonCreating, Message: msg}
+}

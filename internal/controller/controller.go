@@ -1,0 +1,22 @@
+// Package controller sets up every controller of the Memcached provider: the Instance
+// controller and the two provider-config controllers.
+package controller
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+
+	"github.com/example/function-memcached/internal/controller/config"
+	"github.com/example/function-memcached/internal/controller/instance"
+)
+
+// Setup adds every controller of the provider to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options) error {
+	for _, setup := range []func(ctrl.Manager, controller.Options) error{config.Setup, instance.Setup} {
+		if err := setup(mgr, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
