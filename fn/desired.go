@@ -7,6 +7,10 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/render"
 )
 
@@ -32,6 +36,7 @@ type renderKey struct {
 	m                    render.Memcached
 	cpuRequest, cpuLimit string
 	namespaced           bool
+	placement            cachev1alpha1.ProviderConfigReference
 }
 
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
@@ -41,8 +46,11 @@ type renderCache struct {
 	m  map[renderKey]*rendered
 }
 
-func (c *renderCache) get(m render.Memcached, namespaced bool) (*rendered, error) {
+func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
 	k := renderKey{m: m, namespaced: namespaced}
+	if placement != nil {
+		k.placement = *placement
+	}
 	if m.CPURequest != nil {
 		k.cpuRequest = m.CPURequest.String()
 	}
@@ -57,7 +65,7 @@ func (c *renderCache) get(m render.Memcached, namespaced bool) (*rendered, error
 	if ok {
 		return r, nil
 	}
-	r, err := renderAll(m, namespaced)
+	r, err := renderAll(m, namespaced, placement)
 	if err != nil {
 		return nil, err
 	}
@@ -73,14 +81,23 @@ func (c *renderCache) get(m render.Memcached, namespaced bool) (*rendered, error
 	return r, nil
 }
 
-// renderAll renders every object m needs and converts each to a Struct.
-func renderAll(m render.Memcached, namespaced bool) (*rendered, error) {
-	objs := map[string]runtime.Object{
-		KeyDeployment: render.Deployment(m),
-		KeyService:    render.Service(m),
-	}
-	if render.NeedsPodDisruptionBudget(m) {
-		objs[KeyPDB] = render.PodDisruptionBudget(m)
+// renderAll renders every object m needs and converts each to a Struct: the Deployment,
+// Service and PodDisruptionBudget here, or an Instance of the Memcached provider that runs
+// them in the cluster placement reaches.
+func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
+	objs := map[string]runtime.Object{}
+	if placement != nil {
+		i := instance.ForMemcached(m, xpv2.ProviderConfigReference{Name: placement.Name, Kind: placement.Kind})
+		i.SetName(m.Name)
+		i.SetNamespace(m.Namespace)
+		i.SetLabels(render.Labels(m))
+		objs[KeyInstance] = i
+	} else {
+		objs[KeyDeployment] = render.Deployment(m)
+		objs[KeyService] = render.Service(m)
+		if render.NeedsPodDisruptionBudget(m) {
+			objs[KeyPDB] = render.PodDisruptionBudget(m)
+		}
 	}
 	if namespaced {
 		objs[KeyConnectionSecret] = render.ConnectionSecret(m)

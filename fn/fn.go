@@ -16,14 +16,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pkg/errors"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
+	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/readiness"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
@@ -36,10 +41,13 @@ const (
 	KeyService          = "memcached-service"
 	KeyPDB              = "memcached-pdb"
 	KeyConnectionSecret = "memcached-connection-secret"
+	// KeyInstance is the Instance of the Memcached provider composed instead of the
+	// Deployment, Service and PodDisruptionBudget when the Memcached runs in another cluster.
+	KeyInstance = "memcached-instance"
 )
 
 // ownKeys are the composed resources the function may desire, in a fixed order.
-var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret}
+var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance}
 
 // ResponseTTL is how long Crossplane may rely on a response. With realtime compositions (the
 // default in Crossplane v2) an XR is reconciled again when it or any composed resource
@@ -105,12 +113,21 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			return rsp, nil
 		}
 	}
+	var oi *memcachedv1alpha1.Instance
+	if o, ok := observed[KeyInstance]; ok {
+		oi = &memcachedv1alpha1.Instance{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), oi); err != nil {
+			response.Fatal(rsp, errors.Wrapf(err, "cannot read the observed Instance %q", str(o.GetResource(), "metadata", "name")))
+			return rsp, nil
+		}
+	}
 
 	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"), stringMap(xr, "metadata", "labels"))
 	m := render.Memcached{Name: t.name, Namespace: t.namespace}
+	var placement *cachev1alpha1.ProviderConfigReference
 	if len(errs) == 0 {
 		var resolved render.Memcached
-		if resolved, errs = resolveSpec(xr, t, settings); len(errs) == 0 {
+		if resolved, placement, errs = resolveSpec(xr, t, settings); len(errs) == 0 {
 			m = resolved
 		}
 	}
@@ -126,7 +143,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 	var cond readiness.Condition
 	var r *rendered
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > 0:
 		// Hold: keep what runs exactly as observed, and create nothing new.
 		for _, k := range ownKeys {
 			if o, ok := observed[k]; ok {
@@ -136,46 +154,69 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		if od != nil {
 			desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptrOr(od.Spec.Replicas, 1)))
 		}
+		if oi != nil {
+			desired[KeyInstance].Ready = ready(instance.Ready(oi))
+		}
 		cond = readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalidMessage(errs)}
-	} else {
-		if r, err = f.renders.get(m, t.namespaced); err != nil {
+	default:
+		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
 		for k, s := range r.objects {
 			_, seen := observed[k]
 			rd := ready(seen)
-			if k == KeyDeployment {
+			switch k {
+			case KeyDeployment:
 				rd = ready(readiness.Deployment(od, m.Size))
+			case KeyInstance:
+				rd = ready(oi != nil && instance.Ready(oi))
 			}
 			desired[k] = &fnv1.Resource{Resource: s, Ready: rd}
 		}
-		cond = readiness.Available(od, m.Size, prevReason)
+		if placement != nil {
+			if oi == nil {
+				oi = &memcachedv1alpha1.Instance{}
+			}
+			cond = instance.Available(oi)
+		} else {
+			cond = readiness.Available(od, m.Size, prevReason)
+		}
 	}
 
 	if r == nil {
 		// Invalid spec: nothing rendered, yet the endpoint is known when the target is.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
 	}
-	reportStatus(rsp, od, r, t)
+	var replicas, available int32
+	switch {
+	case placement != nil && oi != nil:
+		replicas, available = oi.Status.AtProvider.Replicas, oi.Status.AtProvider.AvailableReplicas
+	case od != nil:
+		replicas, available = od.Status.Replicas, od.Status.AvailableReplicas
+	}
+	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
 	return rsp, nil
 }
 
-// resolveSpec resolves the XR's spec, which must be an object.
-func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, field.ErrorList) {
+// resolveSpec resolves the XR's spec, which must be an object: the Memcached, and where it
+// runs (nil for this cluster).
+func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
 	v := get(xr, "spec")
 	var spec map[string]any
 	if v != nil {
 		sv, ok := v.GetKind().(*structpb.Value_StructValue)
 		if !ok {
-			return render.Memcached{}, field.ErrorList{field.Invalid(field.NewPath("spec"), v.AsInterface(), "must be an object")}
+			return render.Memcached{}, nil, field.ErrorList{field.Invalid(field.NewPath("spec"), v.AsInterface(), "must be an object")}
 		}
 		spec = sv.StructValue.AsMap()
 	}
-	return resolve.Memcached(spec, t.name, t.namespace, s)
+	m, errs := resolve.Memcached(spec, t.name, t.namespace, s)
+	p, perrs := resolve.Placement(spec, s)
+	return m, p, append(errs, perrs...)
 }
 
 // targetInfo says where a Memcached's objects live and what they are called.
@@ -206,11 +247,7 @@ func target(name, namespace string, labels map[string]string) (targetInfo, field
 
 // reportStatus writes status.replicas, status.availableReplicas and status.endpoint into the
 // desired XR, keeping whatever earlier steps put there, and connection details for claims.
-func reportStatus(rsp *fnv1.RunFunctionResponse, od *appsv1.Deployment, r *rendered, t targetInfo) {
-	var replicas, available float64
-	if od != nil {
-		replicas, available = float64(od.Status.Replicas), float64(od.Status.AvailableReplicas)
-	}
+func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
 	dxr := rsp.Desired.Composite
 	if dxr == nil {
 		dxr = &fnv1.Resource{}
@@ -230,8 +267,8 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, od *appsv1.Deployment, r *rende
 	if status.Fields == nil {
 		status.Fields = map[string]*structpb.Value{}
 	}
-	status.Fields["replicas"] = structpb.NewNumberValue(replicas)
-	status.Fields["availableReplicas"] = structpb.NewNumberValue(available)
+	status.Fields["replicas"] = structpb.NewNumberValue(float64(replicas))
+	status.Fields["availableReplicas"] = structpb.NewNumberValue(float64(available))
 	if t.namespace == "" {
 		return
 	}

@@ -90,6 +90,24 @@ func TestRunFunction(t *testing.T) {
 		"ha-off-metrics-on": {
 			reason: "With highAvailability off, size 3 gets no PodDisruptionBudget and no anti-affinity; metrics on adds the exporter and the Service's metrics port.",
 		},
+		"remote-create": {
+			reason: "A claim naming a ProviderConfig composes one Instance of the Memcached provider instead of local objects, not ready, Creating until the provider reports.",
+		},
+		"remote-ready": {
+			reason: "An Instance the provider reports Ready with 3/3 replicas makes the claim Available, with the counts in status, and one Normal event.",
+		},
+		"remote-platform-default": {
+			reason: "The Input's defaults.providerConfigRef places a claim that names none.",
+		},
+		"remote-invalid-keeps-instance": {
+			reason: "An invalid resize of a remote Memcached keeps its Instance exactly as it runs and reports InvalidSpec.",
+		},
+		"remote-cannot-connect": {
+			reason: "When the provider cannot reach the cluster, the claim's Available message says why.",
+		},
+		"move-here-to-remote": {
+			reason: "Naming a ProviderConfig for a local Memcached composes the Instance and no longer desires the local objects, which Crossplane then deletes.",
+		},
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},

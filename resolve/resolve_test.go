@@ -165,12 +165,13 @@ func messages(errs field.ErrorList) []string {
 	return out
 }
 
-// TestMemcachedReadsEveryAPIField proves the resolver and the API types agree: for every
-// leaf field of v1alpha1.MemcachedSpec (and so of the XRD), a value of the wrong type is
-// reported at exactly that field. A field added to the API but not to the resolver fails here.
-func TestMemcachedReadsEveryAPIField(t *testing.T) {
-	leaves := jsonLeaves(reflect.TypeFor[v1alpha1.MemcachedSpec](), nil)
-	if len(leaves) < 9 {
+// TestResolveReadsEveryAPIField proves the resolver and the API types agree: for every
+// leaf field of v1alpha1.XMemcachedSpec (and so of the XRD), a value of the wrong type is
+// reported by Memcached or Placement at exactly that field. A field added to the API but not
+// to the resolver fails here.
+func TestResolveReadsEveryAPIField(t *testing.T) {
+	leaves := jsonLeaves(reflect.TypeFor[v1alpha1.XMemcachedSpec](), nil)
+	if len(leaves) < 11 {
 		t.Fatalf("found only %d leaf fields in MemcachedSpec: %v", len(leaves), leaves)
 	}
 	for _, leaf := range leaves {
@@ -184,6 +185,8 @@ func TestMemcachedReadsEveryAPIField(t *testing.T) {
 			}
 			cur[leaf[len(leaf)-1]] = []any{"wrong type"}
 			_, errs := Memcached(spec, "sessions", "team-a", defaults(t))
+			_, perrs := Placement(spec, defaults(t))
+			errs = append(errs, perrs...)
 			want := "spec." + strings.Join(leaf, ".")
 			if len(errs) != 1 || errs[0].Field != want {
 				t.Errorf("Memcached(%v): want one error at %s, got %v", spec, want, errs)
@@ -201,11 +204,15 @@ func jsonLeaves(t reflect.Type, prefix []string) [][]string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		path := append(append([]string{}, prefix...), name)
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
+		if name == "" && f.Anonymous {
+			out = append(out, jsonLeaves(ft, prefix)...) // Inline: the parent's fields.
+			continue
+		}
+		path := append(append([]string{}, prefix...), name)
 		if ft.Kind() == reflect.Struct {
 			out = append(out, jsonLeaves(ft, path)...)
 			continue
@@ -253,6 +260,54 @@ func TestNewSettings(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nNewSettings(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	platform := &v1beta1.Input{Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "workload-eu"}}}
+	cases := map[string]struct {
+		reason string
+		spec   map[string]any
+		in     *v1beta1.Input
+		want   *v1alpha1.ProviderConfigReference
+		errs   []string
+	}{
+		"Here": {reason: "Without a ProviderConfig anywhere, Memcached runs in this cluster.", spec: map[string]any{}},
+		"PlatformDefault": {
+			reason: "The Input's default places claims that name none, as a ClusterProviderConfig.",
+			spec:   map[string]any{}, in: platform,
+			want: &v1alpha1.ProviderConfigReference{Name: "workload-eu", Kind: KindClusterProviderConfig},
+		},
+		"ClaimWins": {
+			reason: "A claim's own providerConfigRef wins over the platform's default.",
+			spec:   map[string]any{"providerConfigRef": map[string]any{"name": "team-cluster", "kind": "ProviderConfig"}}, in: platform,
+			want: &v1alpha1.ProviderConfigReference{Name: "team-cluster", Kind: KindProviderConfig},
+		},
+		"NoName": {
+			reason: "A reference must name something.",
+			spec:   map[string]any{"providerConfigRef": map[string]any{}},
+			errs:   []string{"spec.providerConfigRef.name: Required value: the name of a ProviderConfig of the Memcached provider"},
+		},
+		"WrongKind": {
+			reason: "Only the Memcached provider's two kinds can be referenced.",
+			spec:   map[string]any{"providerConfigRef": map[string]any{"name": "x", "kind": "Secret"}},
+			errs:   []string{`spec.providerConfigRef.kind: Unsupported value: "Secret": supported values: "ClusterProviderConfig", "ProviderConfig"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := NewSettings(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, errs := Placement(tc.spec, s)
+			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
+				t.Errorf("%s\nPlacement(...) errors: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nPlacement(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

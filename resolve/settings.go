@@ -12,6 +12,7 @@ import (
 	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
 )
 
@@ -48,6 +49,8 @@ type Settings struct {
 	MaxSize           int64
 	MaxMemoryLimitMB  int64
 	AllowedRegistries []string
+	// ProviderConfigRef places claims that name none in another cluster; nil keeps them here.
+	ProviderConfigRef *cachev1alpha1.ProviderConfigReference
 }
 
 // NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
@@ -80,6 +83,12 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		s.MaxMemoryLimitMB = int64(*in.Policy.MaxMemoryLimitMB)
 	}
 	s.AllowedRegistries = in.Policy.AllowedRegistries
+	if r := in.Defaults.ProviderConfigRef; r != nil {
+		s.ProviderConfigRef = &cachev1alpha1.ProviderConfigReference{Name: r.Name, Kind: r.Kind}
+		if s.ProviderConfigRef.Kind == "" {
+			s.ProviderConfigRef.Kind = KindClusterProviderConfig
+		}
+	}
 
 	var errs field.ErrorList
 	if s.MaxSize < 1 {
@@ -95,6 +104,15 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 	for i, r := range s.AllowedRegistries {
 		if _, err := name.NewRegistry(r, name.StrictValidation); err != nil || r == "" {
 			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedRegistries").Index(i), r, "must be a registry host, like docker.io or registry.example.com:5000"))
+		}
+	}
+	if r := s.ProviderConfigRef; r != nil {
+		if r.Name == "" {
+			errs = append(errs, field.Required(field.NewPath("defaults", "providerConfigRef", "name"), "the name of a ProviderConfig of the Memcached provider"))
+		}
+		if r.Kind != KindClusterProviderConfig && r.Kind != KindProviderConfig {
+			errs = append(errs, field.NotSupported(field.NewPath("defaults", "providerConfigRef", "kind"), r.Kind,
+				[]string{KindClusterProviderConfig, KindProviderConfig}))
 		}
 	}
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "image"), s.Image)...)

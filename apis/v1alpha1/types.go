@@ -4,6 +4,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// XMemcachedSpec is the spec of the claim and its composite: the Memcached itself and where
+// it runs. Placement is kept apart from MemcachedSpec because the managed resource Instance
+// embeds MemcachedSpec and is itself the placement.
+type XMemcachedSpec struct {
+	MemcachedSpec `json:",inline"`
+
+	// ProviderConfigRef runs this Memcached in another cluster, the one the named
+	// ProviderConfig (or ClusterProviderConfig) of the Memcached provider reaches, through a
+	// composed Instance. Unset means the platform's default (the function Input's
+	// defaults.providerConfigRef), or, without one, this cluster.
+	// +optional
+	ProviderConfigRef *ProviderConfigReference `json:"providerConfigRef,omitempty"`
+}
+
+// ProviderConfigReference names a ProviderConfig of the Memcached provider
+// (memcached.example.com).
+type ProviderConfigReference struct {
+	// Name of the ProviderConfig or ClusterProviderConfig.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Kind is ClusterProviderConfig (the platform's, for every namespace) or ProviderConfig
+	// (one in the claim's namespace).
+	// +kubebuilder:validation:Enum=ClusterProviderConfig;ProviderConfig
+	// +kubebuilder:default=ClusterProviderConfig
+	// +optional
+	Kind string `json:"kind,omitempty"`
+}
+
 // MemcachedSpec is what an application team asks for. Every field is optional except where
 // the schema says otherwise; the function fills the gaps from its Input's defaults, so a
 // claim with an empty spec is a valid, production-shaped Memcached of one replica.
@@ -123,6 +152,6 @@ type XMemcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   MemcachedSpec   `json:"spec,omitempty"`
+	Spec   XMemcachedSpec  `json:"spec,omitempty"`
 	Status MemcachedStatus `json:"status,omitempty"`
 }

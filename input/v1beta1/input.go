@@ -2,6 +2,8 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
 )
 
 // Input configures the function from a Composition pipeline step. No Input at all means
@@ -37,6 +39,11 @@ type Defaults struct {
 	// ExporterImage is the Prometheus memcached exporter image used when metrics are on.
 	// +optional
 	ExporterImage string `json:"exporterImage,omitempty"`
+
+	// ProviderConfigRef, when set, runs every claim that names none in the cluster this
+	// ProviderConfig of the Memcached provider reaches, through a composed Instance.
+	// +optional
+	ProviderConfigRef *cachev1alpha1.ProviderConfigReference `json:"providerConfigRef,omitempty"`
 }
 
 // Policy bounds the claims a platform accepts.

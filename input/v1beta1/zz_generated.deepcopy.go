@@ -5,6 +5,7 @@
 package v1beta1
 
 import (
+	"github.com/example/function-memcached/apis/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -14,6 +15,11 @@ func (in *Defaults) DeepCopyInto(out *Defaults) {
 	if in.MemoryLimitMB != nil {
 		in, out := &in.MemoryLimitMB, &out.MemoryLimitMB
 		*out = new(int32)
+		**out = **in
+	}
+	if in.ProviderConfigRef != nil {
+		in, out := &in.ProviderConfigRef, &out.ProviderConfigRef
+		*out = new(v1alpha1.ProviderConfigReference)
 		**out = **in
 	}
 }
