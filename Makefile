@@ -79,4 +79,5 @@ clean:
 	rm -rf $(BIN)
 
 include build/bench.mk
+include build/xpkg.mk
 include build/provider.mk
