@@ -43,10 +43,10 @@ func TestDeployment(t *testing.T) {
 			args:   args{deployment(3, 3, 3, 3, func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), 3},
 			want:   false,
 		},
-		"NotAllUpdated": {reason: "Old replicas are still serving during a rollout.", args: args{deployment(3, 3, 2, 3), 3}, want: false},
+		"NotAllUpdated":   {reason: "Old replicas are still serving during a rollout.", args: args{deployment(3, 3, 2, 3), 3}, want: false},
 		"NotAllAvailable": {reason: "A replica that is not available is not serving its keys.", args: args{deployment(3, 3, 3, 2), 3}, want: false},
-		"WrongSize": {reason: "Three available replicas do not make a size-1 Memcached ready.", args: args{deployment(3, 3, 3, 3), 1}, want: false},
-		"SurplusOldPods": {reason: "Pods beyond the size (a surge still terminating) mean the rollout is not finished.", args: args{deployment(3, 4, 3, 3), 3}, want: false},
+		"WrongSize":       {reason: "Three available replicas do not make a size-1 Memcached ready.", args: args{deployment(3, 3, 3, 3), 1}, want: false},
+		"SurplusOldPods":  {reason: "Pods beyond the size (a surge still terminating) mean the rollout is not finished.", args: args{deployment(3, 4, 3, 3), 3}, want: false},
 		"AvailableConditionFalse": {
 			reason: "The Deployment's own Available condition must agree.",
 			args: args{deployment(3, 3, 3, 3, func(d *appsv1.Deployment) {

@@ -25,7 +25,7 @@ func TestXRDsAgreeWithGoTypes(t *testing.T) {
 			versions := dig(xrd, "spec", "versions").([]any)
 			props := dig(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties").(map[string]any)
 			for field, typ := range map[string]reflect.Type{
-				"spec":   reflect.TypeFor[v1alpha1.MemcachedSpec](),
+				"spec":   reflect.TypeFor[v1alpha1.XMemcachedSpec](),
 				"status": reflect.TypeFor[v1alpha1.MemcachedStatus](),
 			} {
 				if diff := cmp.Diff(shape(typ), schemaShape(props[field].(map[string]any))); diff != "" {
@@ -116,11 +116,16 @@ func shape(t reflect.Type) []string {
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			name := prefix + strings.Split(f.Tag.Get("json"), ",")[0]
 			ft := f.Type
 			for ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
+			jsonName := strings.Split(f.Tag.Get("json"), ",")[0]
+			if jsonName == "" && f.Anonymous {
+				walk(ft, prefix) // An inline struct's fields are its parent's.
+				continue
+			}
+			name := prefix + jsonName
 			switch ft.Kind() {
 			case reflect.Struct:
 				out = append(out, name+": object")
