@@ -70,6 +70,7 @@ func TestBadInputCatalogue(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: RunFunction returned a gRPC error: %v", tc.reason, err)
 			}
+			rsp = wire(t, rsp)
 			want := "invalid spec, nothing was changed: " + tc.want
 			var conds []string
 			for _, c := range rsp.GetConditions() {
@@ -110,6 +111,7 @@ func TestAwkwardButValidNames(t *testing.T) {
 			req.Observed.Composite.Resource = mustStruct(t, xr)
 			req.Observed.Resources = nil
 			rsp, _ := f.RunFunction(context.Background(), req)
+			rsp = wire(t, rsp)
 			for _, k := range []string{string(KeyDeployment), string(KeyService), string(KeyPDB)} {
 				got := rsp.GetDesired().GetResources()[k].GetResource().GetFields()["metadata"].GetStructValue().GetFields()["name"].GetStringValue()
 				if got != tc.want {

@@ -4,10 +4,13 @@ import (
 	"sync"
 
 	"github.com/pkg/errors"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
 	"github.com/example/function-memcached/instance"
@@ -23,7 +26,9 @@ const maxCachedRenders = 1024
 // protobuf form of the response once. Responses share these Structs read-only: protobuf
 // marshals a message concurrently as long as nobody mutates it.
 type rendered struct {
-	objects map[string]*structpb.Struct
+	// objects are the rendered objects, each already encoded as the resource field of a
+	// fnv1.Resource (see encode).
+	objects map[string][]byte
 	// endpoint and connection are what the XR reports: status.endpoint and, for claims,
 	// connection details.
 	endpoint   string
@@ -103,7 +108,7 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		objs[KeyConnectionSecret] = render.ConnectionSecret(m)
 	}
 	r := &rendered{
-		objects:    make(map[string]*structpb.Struct, len(objs)),
+		objects:    make(map[string][]byte, len(objs)),
 		endpoint:   render.Endpoint(m),
 		connection: render.ConnectionDetails(m),
 	}
@@ -112,9 +117,37 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot render %s", k)
 		}
-		r.objects[k] = s
+		if r.objects[k], err = encode(s); err != nil {
+			return nil, errors.Wrapf(err, "cannot encode %s", k)
+		}
 	}
 	return r, nil
+}
+
+// encode returns s encoded on the wire as field 1 (resource) of a fnv1.Resource.
+//
+// Encoding the rendered objects is most of the cost of a response, and they only change
+// when the spec does. So the function encodes each rendering once, and each response
+// carries the bytes as the Resource's unknown fields: protobuf writes unknown fields out
+// verbatim, and Crossplane, decoding the response, reads them as the resource field they
+// are. In this process the desired Resource's Resource field stays nil; see desiredResource.
+func encode(s *structpb.Struct) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	field := protowire.AppendTag(nil, resourceField, protowire.BytesType)
+	return protowire.AppendBytes(field, b), nil
+}
+
+// resourceField is the field number of fnv1.Resource's resource (a google.protobuf.Struct).
+var resourceField = protowire.Number((&fnv1.Resource{}).ProtoReflect().Descriptor().Fields().ByName("resource").Number())
+
+// desiredResource is a desired fnv1.Resource whose resource is an encoded rendering.
+func desiredResource(encoded []byte, ready fnv1.Ready) *fnv1.Resource {
+	r := &fnv1.Resource{Ready: ready}
+	r.ProtoReflect().SetUnknown(encoded)
+	return r
 }
 
 // toStruct converts a rendered object into the Struct the response carries, without the

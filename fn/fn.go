@@ -163,7 +163,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		for k, s := range r.objects {
+		for k, encoded := range r.objects {
 			_, seen := observed[k]
 			rd := ready(seen)
 			switch k {
@@ -172,7 +172,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			case KeyInstance:
 				rd = ready(oi != nil && instance.Ready(oi))
 			}
-			desired[k] = &fnv1.Resource{Resource: s, Ready: rd}
+			desired[k] = desiredResource(encoded, rd)
 		}
 		if placement != nil {
 			if oi == nil {

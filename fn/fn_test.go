@@ -118,10 +118,11 @@ func TestRunFunction(t *testing.T) {
 			req := &fnv1.RunFunctionRequest{}
 			readProtoYAML(t, filepath.Join("testdata", name, "request.yaml"), req)
 
-			got, err := f.RunFunction(context.Background(), req)
+			rsp, err := f.RunFunction(context.Background(), req)
 			if err != nil {
 				t.Fatalf("%s\nRunFunction(...): unexpected gRPC error: %v", tc.reason, err)
 			}
+			got := wire(t, rsp)
 
 			golden := filepath.Join("testdata", name, "response.yaml")
 			if *update {
@@ -134,6 +135,21 @@ func TestRunFunction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wire returns the response as Crossplane receives it: encoded and decoded again, so that
+// renderings the function sends pre-encoded are compared like any other field.
+func wire(t testing.TB, rsp *fnv1.RunFunctionResponse) *fnv1.RunFunctionResponse {
+	t.Helper()
+	b, err := proto.Marshal(rsp)
+	if err != nil {
+		t.Fatalf("cannot encode the response: %v", err)
+	}
+	out := &fnv1.RunFunctionResponse{}
+	if err := proto.Unmarshal(b, out); err != nil {
+		t.Fatalf("cannot decode the response: %v", err)
+	}
+	return out
 }
 
 func readProtoYAML(t testing.TB, path string, m proto.Message) {

@@ -50,6 +50,7 @@ func FuzzRunFunction(f *testing.F) {
 		if err != nil {
 			t.Fatalf("RunFunction returned a gRPC error: %v", err)
 		}
+		rsp = wire(t, rsp)
 		for _, r := range rsp.GetResults() {
 			if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 				return
