@@ -1,6 +1,8 @@
 # Performance: in-process benchmarks and a load run next to the no-op floor.
 #
-#   make bench   go test -bench for RunFunction, then fnload at concurrency 1 and 8, then a
+#   make bench   go test -bench for RunFunction (in process) and a whole gRPC call; then
+#                fnload at concurrency 1 and 8 with a realistic steady-state request (objects
+#                read back from a real API server) and with the compact fixture; then a
 #                200k-call run that samples resident memory at 100k and 200k calls
 #
 # The servers are built as released (static, stripped), so resident memory compares what
@@ -8,16 +10,19 @@
 
 BENCH_DURATION ?= 20s
 BENCH_CALLS ?= 200000
-BENCH_REQUEST ?= fn/testdata/steady-state-ready/request.yaml
+BENCH_REQUEST ?= fn/testdata/steady-state-realistic/request.yaml
+BENCH_COMPACT_REQUEST ?= fn/testdata/steady-state-ready/request.yaml
 
 .PHONY: bench
 bench: | $(BIN)
-	$(GO) test ./fn -run '^$$' -bench . -benchmem -count 5 | tee $(BIN)/bench.txt
+	$(GO) test ./fn ./internal/load -run '^$$' -bench . -benchmem -count 5 | tee $(BIN)/bench.txt
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-memcached ./cmd/function-memcached
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-noop ./cmd/function-noop
 	$(GO) build -o $(BIN)/fnload ./cmd/fnload
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
 		--request=$(BENCH_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
+	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
+		--request=$(BENCH_COMPACT_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
 		--request=$(BENCH_REQUEST) --concurrency=8 --calls=$(BENCH_CALLS) \
 		--checkpoints=$$(( $(BENCH_CALLS) / 2 )),$(BENCH_CALLS) 2>/dev/null | tee -a $(BIN)/bench.txt

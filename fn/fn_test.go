@@ -36,6 +36,9 @@ func TestRunFunction(t *testing.T) {
 		"steady-state-ready": {
 			reason: "A running Deployment with every replica updated and available makes every composed resource ready and Available=True, with no event because nothing changed.",
 		},
+		"steady-state-realistic": {
+			reason: "A steady-state request as a real API server and Crossplane produce it (managed fields, defaulted fields, Crossplane's own spec fields) is read correctly: every resource ready, Available=True, no event.",
+		},
 		"became-available": {
 			reason: "The first time every replica is available, Available turns True and one Normal event says so.",
 		},
