@@ -80,4 +80,5 @@ clean:
 
 include build/bench.mk
 include build/xpkg.mk
+include build/e2e.mk
 include build/provider.mk

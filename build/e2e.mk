@@ -1,0 +1,93 @@
+# End-to-end suite: a real kube-apiserver, etcd, controller-manager, scheduler, kwok and
+# Crossplane core run as local processes on 127.0.0.1, with the real xpkg installed from a
+# local registry and our function binary acting as its runtime. See docs/e2e.md.
+#
+#   make e2e            build what is missing, run every scenario, stop every process
+#   make e2e-tools      only build the pinned control-plane binaries into bin/
+#   make e2e E2E_RUN=TestResize   run some scenarios only (go test -run)
+#
+# Each binary depends on its tool module's go.mod and go.sum only, so it is built once and
+# rebuilt only when its pin changes.
+
+K8S_VERSION := v1.35.4
+CROSSPLANE_CORE_VERSION := v2.4.0
+E2E_OUTPUT ?= $(CURDIR)/_output/e2e
+E2E_RUN ?= .
+E2E_TIMEOUT ?= 20m
+E2E_LDFLAGS := -s -w
+
+K8S_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
+E2E_TOOLS := $(K8S_BINS) $(BIN)/etcd $(BIN)/kwok $(BIN)/crossplane-core
+
+# One go build for the four Kubernetes binaries: they share most packages, and the version
+# stamped at link time is what `kubectl version` and Crossplane's discovery read.
+$(K8S_BINS) &: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
+	@echo "building Kubernetes $(K8S_VERSION) binaries (first time only, ~8-10 minutes)"
+	$(GO) -C tools/kubernetes build -trimpath -o $(BIN)/ \
+		-ldflags "$(E2E_LDFLAGS) \
+			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 \
+			-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
+			-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=35" \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+	@touch $(K8S_BINS)
+
+$(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum | $(BIN)
+	$(GO) -C tools/etcd build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ go.etcd.io/etcd/server/v3
+
+$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
+	$(GO) -C tools/kwok build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ sigs.k8s.io/kwok/cmd/kwok
+
+# Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`.
+$(BIN)/crossplane-core: tools/crossplane-core/go.mod tools/crossplane-core/go.sum | $(BIN)
+	$(GO) -C tools/crossplane-core build -trimpath -o $@ \
+		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \
+		github.com/crossplane/crossplane/v2/cmd/crossplane
+
+## e2e-tools: build the pinned control-plane binaries (cold: ~20 minutes on 2 cores).
+.PHONY: e2e-tools
+e2e-tools: $(E2E_TOOLS)
+
+# kwok's Stage objects, from the pinned module: nodes become Ready and keep their leases,
+# pods become Ready at once and go away when deleted.
+KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
+$(BIN)/kwok-stages.yaml: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
+	@dir=$$($(GO) -C tools/kwok list -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
+	for f in $(KWOK_STAGES); do cat "$$dir/kustomize/stage/$$f"; echo '---'; done > $@.tmp && mv $@.tmp $@
+
+# Crossplane's CRDs, from the same module as the core binary.
+$(BIN)/crossplane-crds/.copied: tools/crossplane-core/go.mod tools/crossplane-core/go.sum | $(BIN)
+	@dir=$$($(GO) -C tools/crossplane-core list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
+	rm -rf $(BIN)/crossplane-crds && mkdir -p $(BIN)/crossplane-crds && \
+	cp "$$dir"/cluster/crds/*.yaml $(BIN)/crossplane-crds/ && chmod -R u+w $(BIN)/crossplane-crds && touch $@
+
+E2E_ARCH := $(shell $(GO) env GOARCH)
+OUTPUT_DIR ?= $(CURDIR)/_output
+E2E_XPKG := $(OUTPUT_DIR)/function-memcached-$(E2E_ARCH).xpkg
+
+# Kills, by the PIDs the suite recorded, whatever a crashed or killed suite left running
+# (the suite stops its processes itself; this is the net under it). A PID is killed only
+# while its command line still names the component, so a reused PID is left alone.
+define e2e_kill_leftovers
+	if [ -s $(E2E_OUTPUT)/pids ]; then \
+		while read -r pid name; do \
+			if tr '\0' ' ' < /proc/$$pid/cmdline 2>/dev/null | grep -q -- "$$name"; then \
+				echo "e2e: killing leftover $$name (pid $$pid)"; kill -KILL -- -$$pid 2>/dev/null || kill -KILL $$pid 2>/dev/null || true; \
+			fi; \
+		done < $(E2E_OUTPUT)/pids; \
+	fi
+endef
+
+## e2e: the end-to-end suite on a real API server and Crossplane (warm: ~3 minutes).
+# The xpkg is the amd64 (host) package of `make xpkg`, built by the same rule.
+.PHONY: e2e
+e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_XPKG)
+	@mkdir -p $(E2E_OUTPUT)
+	@rc=0; start=$$(date +%s); \
+	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
+		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
+	$(e2e_kill_leftovers); \
+	echo "e2e: suite took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \
+	exit $$rc

@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// An application team applies the example claim (size 3) and gets a Memcached that reports
+// itself Available, with its endpoint in status and in its connection Secret, and columns
+// that `kubectl get memcached` prints.
+func TestClaimBecomesAvailable(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "team-a")
+	claim := exampleObject(t, "claim.yaml", ns)
+	name := claim.GetName()
+	apply(t, claim)
+
+	m := waitAvailable(t, claimGVK, ns, name, 3)
+	t.Logf("claim %s/%s: %s", ns, name, m)
+
+	t.Run("connection secret holds endpoint, host and port", func(t *testing.T) {
+		secret, _, _ := unstructured.NestedString(claim.Object, "spec", "writeConnectionSecretToRef", "name")
+		wantConnectionDetails(t, ns, secret, name)
+	})
+
+	t.Run("kubectl get memcached shows size, availability and endpoint", func(t *testing.T) {
+		table, err := env.Kube.Table(context.Background(), claimGVK, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cols []string
+		for _, c := range table.ColumnDefinitions {
+			cols = append(cols, c.Name)
+		}
+		want := []string{"Name", "SIZE", "AVAILABLE", "ENDPOINT", "SYNCED", "READY", "CONNECTION-SECRET", "AGE"}
+		if strings.Join(cols, ",") != strings.Join(want, ",") {
+			t.Errorf("columns: got %v, want %v", cols, want)
+		}
+		if len(table.Rows) != 1 {
+			t.Fatalf("rows: got %d, want 1", len(table.Rows))
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = fmt.Sprint(table.Rows[0].Cells[i])
+		}
+		for col, v := range map[string]string{
+			"Name": name, "SIZE": "3", "AVAILABLE": "True", "ENDPOINT": name + "." + ns + ".svc.cluster.local:11211",
+			"SYNCED": "True", "READY": "True", "CONNECTION-SECRET": name + "-memcached",
+		} {
+			if row[col] != v {
+				t.Errorf("column %s: got %q, want %q", col, row[col], v)
+			}
+		}
+	})
+
+	t.Run("pods run under the restricted Pod Security Standard", func(t *testing.T) {
+		pods, err := env.Kube.Typed.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if running != 3 {
+			t.Errorf("running pods: got %d, want 3", running)
+		}
+		// The namespace really enforces it: a pod that asks for nothing is refused.
+		bare := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "bare"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "memcached:1.6.39-alpine"}}},
+		}
+		_, err = env.Kube.Typed.CoreV1().Pods(ns).Create(context.Background(), bare, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted:latest"`) {
+			t.Errorf("a pod without a security context: got %v, want a PodSecurity violation", err)
+		}
+	})
+}
+
+// A claim named with 60 characters — near the 63 of a DNS label, past what a generated
+// XR name keeps — composes objects under its own name and becomes Available.
+func TestSixtyCharacterName(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "long")
+	name := dnsLabel("orders-cache-for-the-checkout-service-in-eu-west-", 60)
+	apply(t, newClaim(ns, name, 1))
+
+	m := waitAvailable(t, claimGVK, ns, name, 1)
+	t.Logf("claim %s/%s: %s", ns, name, m)
+	if !exists(t, deploymentGVK, ns, name) || !exists(t, serviceGVK, ns, name) {
+		t.Errorf("want a Deployment and a Service named %q (%d characters) in %s", name, len(name), ns)
+	}
+	wantConnectionDetails(t, ns, name+"-memcached", name)
+}

@@ -1,0 +1,443 @@
+// Package controlplane runs a real Kubernetes control plane as local processes on
+// 127.0.0.1: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and kwok playing
+// the kubelets of a few fake nodes, so that Deployments roll out and become Available
+// without containers. The PodSecurity admission plugin is on, so namespaces labelled
+// `pod-security.kubernetes.io/enforce` judge real pods.
+//
+// Each component is a proc.Process that a scenario can restart or kill; StartAPIServer adds
+// another API server (its own etcd prefix, port and kubeconfig), the way a workload cluster
+// reached through a kubeconfig Secret would be.
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
+	"github.com/example/function-memcached/test/e2e/internal/proc"
+)
+
+// startTimeout bounds each component's start; a cold API server is ready in ~3 s.
+const startTimeout = 90 * time.Second
+
+// Options configure a control plane.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+	BinDir string
+	// WorkDir receives certificates, kubeconfigs and etcd's data; LogDir the components' logs.
+	WorkDir, LogDir string
+	// KwokStages is the file of kwok Stage objects that move fake nodes and pods along.
+	KwokStages string
+	// Nodes is the number of fake nodes, one per zone (zone-a, zone-b, …).
+	Nodes int
+	// PIDs records every process started.
+	PIDs *proc.PIDFile
+}
+
+// A ControlPlane is a running control plane.
+type ControlPlane struct {
+	opts Options
+
+	Etcd              *proc.Process
+	APIServer         *APIServer
+	ControllerManager *proc.Process
+	Scheduler         *proc.Process
+	Kwok              *proc.Process
+
+	// CA signs the API servers' serving and client certificates.
+	CA       *pki.CA
+	certsDir string
+	etcdURL  string
+	extra    []*APIServer
+}
+
+// An APIServer is one kube-apiserver and the admin credentials to reach it.
+type APIServer struct {
+	*proc.Process
+	// URL is https://127.0.0.1:<port>.
+	URL string
+	// Kubeconfig is the path of an admin kubeconfig; KubeconfigBytes its content, to put in
+	// a Secret for something that reaches this server as a remote cluster.
+	Kubeconfig      string
+	KubeconfigBytes []byte
+	// Config is the admin rest.Config.
+	Config *rest.Config
+}
+
+// Start starts etcd, the API server, the controller-manager, the scheduler and kwok, creates
+// the fake nodes, and returns once a pod could be scheduled: the default ServiceAccount
+// exists and the nodes are Ready. On error it stops whatever it started.
+func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
+	cp = &ControlPlane{opts: o, certsDir: filepath.Join(o.WorkDir, "pki")}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+	if err := cp.writeCertificates(); err != nil {
+		return nil, err
+	}
+	if err := cp.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if cp.APIServer, err = cp.startAPIServer(ctx, "kube-apiserver", "/registry"); err != nil {
+		return nil, err
+	}
+	admin := cp.APIServer.Kubeconfig
+	if cp.ControllerManager, err = cp.start("kube-controller-manager",
+		"--kubeconfig="+admin,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--controllers=*",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+cp.cert("sa.key"),
+		"--root-ca-file="+cp.cert("ca.crt"),
+		"--cluster-signing-cert-file="+cp.cert("ca.crt"),
+		"--cluster-signing-key-file="+cp.cert("ca.key"),
+		"--concurrent-deployment-syncs=10",
+		"--concurrent-replicaset-syncs=10",
+		"--concurrent-gc-syncs=20",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	if cp.Scheduler, err = cp.start("kube-scheduler",
+		"--kubeconfig="+admin,
+		"--authentication-kubeconfig="+admin,
+		"--authorization-kubeconfig="+admin,
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	if cp.Kwok, err = cp.start("kwok",
+		"--kubeconfig="+admin,
+		"--config="+o.KwokStages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-lease-duration-seconds=40",
+		"--cidr=10.244.0.0/16",
+		"--node-ip=10.244.255.1",
+	); err != nil {
+		return nil, err
+	}
+	return cp, cp.waitSchedulable(ctx)
+}
+
+// KubeconfigPath is the admin kubeconfig of the main API server.
+func (cp *ControlPlane) KubeconfigPath() string { return cp.APIServer.Kubeconfig }
+
+// Processes lists every component, the API servers included, in start order.
+func (cp *ControlPlane) Processes() []*proc.Process {
+	var ps []*proc.Process
+	if cp.APIServer != nil {
+		ps = append(ps, cp.Etcd, cp.APIServer.Process)
+	} else if cp.Etcd != nil {
+		ps = append(ps, cp.Etcd)
+	}
+	for _, p := range []*proc.Process{cp.ControllerManager, cp.Scheduler, cp.Kwok} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	for _, a := range cp.extra {
+		ps = append(ps, a.Process)
+	}
+	return ps
+}
+
+// Stop stops every component in reverse start order, so that nothing outlives what it
+// depends on: extra API servers, kwok, the scheduler, the controller-manager, the API
+// server, etcd.
+func (cp *ControlPlane) Stop() error {
+	ps := cp.Processes()
+	var errs []string
+	for i := len(ps) - 1; i >= 0; i-- {
+		if err := ps[i].Stop(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// RestartAPIServer stops the main API server and starts it again, returning once it is ready:
+// what every client of the control plane sees when its API server is upgraded or crashes.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	return cp.APIServer.restart(ctx)
+}
+
+// StartAPIServer starts another API server, named name, storing under its own etcd prefix
+// in the same etcd: an empty cluster with its own kubeconfig (same CA and admin identity).
+// No controller-manager or nodes run for it; a scenario that needs them starts its own.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context, name string) (*APIServer, error) {
+	a, err := cp.startAPIServer(ctx, name, "/"+name)
+	if err != nil {
+		return nil, err
+	}
+	cp.extra = append(cp.extra, a)
+	return a, nil
+}
+
+func (cp *ControlPlane) cert(name string) string { return filepath.Join(cp.certsDir, name) }
+
+func (cp *ControlPlane) writeCertificates() error {
+	ca, err := pki.NewCA("e2e-kubernetes-ca")
+	if err != nil {
+		return err
+	}
+	cp.CA = ca
+	serving, err := ca.Issue(pki.Request{
+		CommonName: "kube-apiserver",
+		IPs:        []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+	})
+	if err != nil {
+		return err
+	}
+	admin, err := ca.Issue(pki.Request{CommonName: "e2e-admin", Organization: []string{"system:masters"}})
+	if err != nil {
+		return err
+	}
+	saKey, saPub, err := pki.ServiceAccountKey()
+	if err != nil {
+		return err
+	}
+	caKey, err := ca.KeyPEM()
+	if err != nil {
+		return err
+	}
+	return pki.WriteFiles(cp.certsDir, map[string][]byte{
+		"ca.crt": ca.CertPEM, "ca.key": caKey,
+		"apiserver.crt": serving.CertPEM, "apiserver.key": serving.KeyPEM,
+		"admin.crt": admin.CertPEM, "admin.key": admin.KeyPEM,
+		"sa.key": saKey, "sa.pub": saPub,
+	})
+}
+
+func (cp *ControlPlane) start(name string, args ...string) (*proc.Process, error) {
+	return proc.Start(proc.Spec{Name: name, Path: filepath.Join(cp.opts.BinDir, name), Args: args}, cp.opts.LogDir, cp.opts.PIDs)
+}
+
+func (cp *ControlPlane) startEtcd(ctx context.Context) error {
+	ports, err := FreePorts(2)
+	if err != nil {
+		return err
+	}
+	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	dataDir := filepath.Join(cp.opts.WorkDir, "etcd")
+	if err := os.RemoveAll(dataDir); err != nil {
+		return errors.Wrap(err, "cannot clear etcd's data")
+	}
+	p, err := cp.start("etcd",
+		"--name=e2e",
+		"--data-dir="+dataDir,
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=e2e="+peer,
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	cp.Etcd, cp.etcdURL = p, client
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return p.WaitReady(ctx, func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, client+"/health")
+	})
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix string) (*APIServer, error) {
+	ports, err := FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	kc, err := cp.writeKubeconfig(name, url)
+	if err != nil {
+		return nil, err
+	}
+	p, err := cp.start(name,
+		"--etcd-servers="+cp.etcdURL,
+		"--etcd-prefix="+etcdPrefix,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[0]),
+		// The kubernetes Service's endpoints would be 127.0.0.1, which EndpointSlices reject.
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file="+cp.cert("apiserver.crt"),
+		"--tls-private-key-file="+cp.cert("apiserver.key"),
+		"--client-ca-file="+cp.cert("ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+cp.cert("sa.pub"),
+		"--service-account-signing-key-file="+cp.cert("sa.key"),
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--authorization-mode=RBAC",
+		// On by default; named so that the suite fails loudly if a default ever changes.
+		"--enable-admission-plugins=PodSecurity",
+		"--profiling=false",
+		"--v=1",
+	)
+	if err != nil {
+		return nil, err
+	}
+	a := &APIServer{Process: p, URL: url, Kubeconfig: kc}
+	if a.KubeconfigBytes, err = os.ReadFile(kc); err != nil { //nolint:gosec // Our own file.
+		return nil, errors.Wrap(err, "cannot read the kubeconfig")
+	}
+	if a.Config, err = clientcmd.BuildConfigFromFlags("", kc); err != nil {
+		return nil, errors.Wrap(err, "cannot load the kubeconfig")
+	}
+	return a, a.waitReady(ctx)
+}
+
+func (a *APIServer) restart(ctx context.Context) error {
+	if err := a.Process.Restart(); err != nil {
+		return err
+	}
+	return a.waitReady(ctx)
+}
+
+func (a *APIServer) waitReady(ctx context.Context) error {
+	hc, err := rest.HTTPClientFor(a.Config)
+	if err != nil {
+		return errors.Wrap(err, "cannot create an HTTP client for the API server")
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	return a.WaitReady(ctx, func(ctx context.Context) error {
+		return httpOK(ctx, hc, a.URL+"/readyz")
+	})
+}
+
+func (cp *ControlPlane) writeKubeconfig(name, url string) (string, error) {
+	read := func(f string) ([]byte, error) { return os.ReadFile(cp.cert(f)) } //nolint:gosec // Our own files.
+	ca, err := read("ca.crt")
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the CA")
+	}
+	crt, err := read("admin.crt")
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the admin certificate")
+	}
+	key, err := read("admin.key")
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the admin key")
+	}
+	c := clientcmdapi.NewConfig()
+	c.Clusters[name] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: ca}
+	c.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
+	c.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	c.CurrentContext = name
+	path := filepath.Join(cp.opts.WorkDir, name+".kubeconfig")
+	return path, errors.Wrap(clientcmd.WriteToFile(*c, path), "cannot write the kubeconfig")
+}
+
+// waitSchedulable creates the fake nodes and waits until kwok reports them Ready and the
+// default namespace's ServiceAccount exists, without which no pod is admitted.
+func (cp *ControlPlane) waitSchedulable(ctx context.Context) error {
+	c, err := kube.New(cp.APIServer.Config)
+	if err != nil {
+		return err
+	}
+	for i := range cp.opts.Nodes {
+		zone := "zone-" + string(rune('a'+i))
+		n := &corev1.Node{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("kwok-node-%d", i),
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels: map[string]string{
+					"type": "kwok", "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+					"kubernetes.io/hostname":      fmt.Sprintf("kwok-node-%d", i),
+					"topology.kubernetes.io/zone": zone,
+				},
+			},
+		}
+		u, err := kube.ToUnstructured(n)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Apply(ctx, u); err != nil {
+			return err
+		}
+	}
+	return kube.Wait(ctx, startTimeout, "fake nodes Ready and the default ServiceAccount", func(ctx context.Context) error {
+		nodes, err := c.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		if ready < cp.opts.Nodes {
+			return errors.Errorf("%d/%d nodes Ready", ready, cp.opts.Nodes)
+		}
+		_, err = c.Typed.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// FreePorts returns n distinct TCP ports free on 127.0.0.1 at the time of the call.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot find a free port")
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func httpOK(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rsp, err := c.Do(req.WithContext(ctx))
+	if err != nil {
+		return err
+	}
+	_ = rsp.Body.Close()
+	if rsp.StatusCode != http.StatusOK {
+		return errors.Errorf("GET %s: %s", url, rsp.Status)
+	}
+	return nil
+}

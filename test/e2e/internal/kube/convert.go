@@ -1,0 +1,44 @@
+package kube
+
+import (
+	"encoding/json"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ToUnstructured converts a typed object (with its TypeMeta set) for Apply.
+func ToUnstructured(obj any) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot convert to unstructured")
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// FromUnstructured converts u into the typed object out points to.
+func FromUnstructured(u *unstructured.Unstructured, out any) error {
+	return errors.Wrapf(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out), "cannot convert %s %q", u.GetKind(), u.GetName())
+}
+
+// Condition returns the status, reason and message of the condition of type typ in u's
+// status.conditions, and whether it was found.
+func Condition(u *unstructured.Unstructured, typ string) (status, reason, message string, ok bool) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != typ {
+			continue
+		}
+		s, _ := m["status"].(string)
+		r, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		return s, r, msg, true
+	}
+	return "", "", "", false
+}
+
+func unmarshalJSON(b []byte, out any) error {
+	return json.Unmarshal(b, out)
+}

@@ -1,0 +1,129 @@
+// Package registry serves an OCI registry on 127.0.0.1 from inside the suite's process and
+// pushes the function's real package to it, so that Crossplane's package manager pulls,
+// unpacks and installs exactly what `make xpkg` built. Crossplane reaches a registry on a
+// loopback address over plain HTTP without any flag.
+//
+// It also extracts the function's binary from the package's embedded runtime image, so the
+// suite runs the very binary the package ships.
+package registry
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/pkg/errors"
+)
+
+// A Registry is an in-memory registry listening on 127.0.0.1.
+type Registry struct {
+	// Host is 127.0.0.1:<port>, the registry part of every reference pushed here.
+	Host string
+	srv  *http.Server
+}
+
+// Start serves a registry on a free port of 127.0.0.1, logging requests to logTo.
+func Start(logTo io.Writer) (*Registry, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot listen for the registry")
+	}
+	srv := &http.Server{
+		Handler:           registry.New(registry.Logger(log.New(logTo, "registry ", log.LstdFlags))),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(l) }()
+	return &Registry{Host: l.Addr().String(), srv: srv}, nil
+}
+
+// Stop stops serving.
+func (r *Registry) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Wrap(r.srv.Shutdown(ctx), "cannot stop the registry")
+}
+
+// Push pushes the package image tarball at xpkg to repository repo under tag and returns its
+// reference by digest (<host>/<repo>@sha256:…): a tag pushed again would make Crossplane
+// install a new revision, a digest never changes under it.
+func (r *Registry) Push(ctx context.Context, xpkg, repo, tag string) (string, error) {
+	img, err := tarball.ImageFromPath(xpkg, nil)
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot read package %s", xpkg)
+	}
+	ref, err := name.NewTag(r.Host+"/"+repo+":"+tag, name.Insecure)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot make the package's reference")
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return "", errors.Wrapf(err, "cannot push %s", ref)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", errors.Wrap(err, "cannot compute the package's digest")
+	}
+	return r.Host + "/" + repo + "@" + d.String(), nil
+}
+
+// ExtractEntrypoint writes the file that the package's runtime image runs (the first word
+// of its Entrypoint) to dst, executable, and returns the rest of the entrypoint and the
+// image's command as arguments.
+func ExtractEntrypoint(xpkg, dst string) ([]string, error) {
+	img, err := tarball.ImageFromPath(xpkg, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read package %s", xpkg)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the package's image config")
+	}
+	entry := append(append([]string{}, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
+	if len(entry) == 0 {
+		return nil, errors.New("the package's runtime image has no entrypoint: was it built with an embedded runtime image?")
+	}
+	if err := extractFile(img, entry[0], dst); err != nil {
+		return nil, err
+	}
+	return entry[1:], nil
+}
+
+func extractFile(img v1.Image, file, dst string) error {
+	rc := mutate.Extract(img)
+	defer rc.Close() //nolint:errcheck // Read-only.
+	want := strings.TrimPrefix(path.Clean(file), "/")
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return errors.Errorf("the package's runtime image has no file %s", file)
+		}
+		if err != nil {
+			return errors.Wrap(err, "cannot read the package's runtime image")
+		}
+		if strings.TrimPrefix(path.Clean(h.Name), "/") != want || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755) //nolint:gosec // An executable, on purpose.
+		if err != nil {
+			return errors.Wrapf(err, "cannot create %s", dst)
+		}
+		if _, err := io.Copy(f, tr); err != nil { //nolint:gosec // Our own package.
+			_ = f.Close()
+			return errors.Wrapf(err, "cannot extract %s", file)
+		}
+		return errors.Wrapf(f.Close(), "cannot write %s", dst)
+	}
+}

@@ -1,0 +1,346 @@
+// Package suite brings up everything the end-to-end scenarios run against, in one call, and
+// tears it down in one call: the control plane, a registry holding the function's real
+// package, Crossplane installing that package, the function running as its runtime, and the
+// example XRDs and Compositions. Scenarios get an Env with clients and a handle on every
+// process, so that a fault scenario can restart or kill any of them.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/example/function-memcached/test/e2e/internal/controlplane"
+	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
+	"github.com/example/function-memcached/test/e2e/internal/proc"
+	"github.com/example/function-memcached/test/e2e/internal/registry"
+)
+
+// FunctionName is the Function the example Compositions reference.
+const FunctionName = "function-memcached"
+
+// Options say where the suite finds its binaries and package and where it writes.
+type Options struct {
+	// BinDir holds the pinned binaries, kwok-stages.yaml and crossplane-crds/ (`make e2e-tools`).
+	BinDir string
+	// XPKG is the function's package (`make xpkg`).
+	XPKG string
+	// FunctionBinary, when set, runs instead of the binary extracted from XPKG: for iterating
+	// on the function without rebuilding its package.
+	FunctionBinary string
+	// OutputDir receives logs/ and run/ (certificates, kubeconfigs, data); wiped at start.
+	OutputDir string
+	// RepoRoot is the repository, where example/ lives.
+	RepoRoot string
+	// Nodes is the number of fake nodes (default 3, one per zone).
+	Nodes int
+	// CrossplaneDebug makes Crossplane log at debug level.
+	CrossplaneDebug bool
+}
+
+// OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY, E2E_OUTPUT and
+// E2E_CROSSPLANE_DEBUG (anything but "false" means on), as `make e2e` sets them, with
+// defaults relative to the repository root two directories up (test/e2e).
+func OptionsFromEnv() Options {
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	get := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	return Options{
+		BinDir:          get("E2E_BIN", filepath.Join(root, "bin")),
+		XPKG:            get("E2E_XPKG", filepath.Join(root, "_output", "function-memcached-"+runtime.GOARCH+".xpkg")),
+		FunctionBinary:  os.Getenv("E2E_FUNCTION_BINARY"),
+		OutputDir:       get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
+		RepoRoot:        root,
+		Nodes:           3,
+		CrossplaneDebug: os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
+	}
+}
+
+// Env is a running suite.
+type Env struct {
+	Options
+	// LogDir holds one <component>.log per process; the suite prints it on failure.
+	LogDir string
+	// WorkDir holds certificates, kubeconfigs and data.
+	WorkDir string
+	PIDs    *proc.PIDFile
+
+	ControlPlane *controlplane.ControlPlane
+	// Kube is an admin client of the control plane.
+	Kube       *kube.Client
+	Registry   *registry.Registry
+	Crossplane *crossplane.Core
+	Function   *crossplane.Runtime
+	// Package is the function's package reference, by digest.
+	Package string
+
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings the suite up, printing how long each step took to out. On error it has
+// already stopped whatever it started; the error carries the failing component's log tail.
+func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
+	e := &Env{Options: o, LogDir: filepath.Join(o.OutputDir, "logs"), WorkDir: filepath.Join(o.OutputDir, "run")}
+	if err := resetDirs(e.LogDir, e.WorkDir); err != nil {
+		return nil, err
+	}
+	if e.PIDs, err = proc.NewPIDFile(filepath.Join(o.OutputDir, "pids")); err != nil {
+		return nil, err
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	e.stopOnSignal()
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+
+	step := func(name string, f func() error) error {
+		t := time.Now()
+		if err := f(); err != nil {
+			return errors.Wrapf(err, "cannot %s", name)
+		}
+		fmt.Fprintf(out, "e2e: %-44s %5.1fs\n", name, time.Since(t).Seconds())
+		return nil
+	}
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"start the control plane", func() error { return e.startControlPlane(ctx) }},
+		{"push the package to a local registry", func() error { return e.pushPackage(ctx) }},
+		{"start Crossplane", func() error { return e.startCrossplane(ctx) }},
+		{"install and run the function", func() error { return e.startFunction(ctx) }},
+		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
+	}
+	for _, s := range steps {
+		if err := step(s.name, s.f); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "e2e: kubeconfig %s, logs %s\n", e.ControlPlane.KubeconfigPath(), e.LogDir)
+	return e, nil
+}
+
+func resetDirs(dirs ...string) error {
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			return errors.Wrapf(err, "cannot clear %s", d)
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return errors.Wrapf(err, "cannot create %s", d)
+		}
+	}
+	return nil
+}
+
+func (e *Env) startControlPlane(ctx context.Context) (err error) {
+	e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+		BinDir:     e.BinDir,
+		WorkDir:    e.WorkDir,
+		LogDir:     e.LogDir,
+		KwokStages: filepath.Join(e.BinDir, "kwok-stages.yaml"),
+		Nodes:      e.Nodes,
+		PIDs:       e.PIDs,
+	})
+	if err != nil {
+		return err
+	}
+	e.Kube, err = kube.New(e.ControlPlane.APIServer.Config)
+	return err
+}
+
+func (e *Env) pushPackage(ctx context.Context) error {
+	if _, err := os.Stat(e.XPKG); err != nil {
+		return errors.Wrap(err, "cannot find the function package: run make xpkg")
+	}
+	log, err := os.Create(filepath.Join(e.LogDir, "registry.log"))
+	if err != nil {
+		return errors.Wrap(err, "cannot create the registry's log")
+	}
+	if e.Registry, err = registry.Start(log); err != nil {
+		return err
+	}
+	e.Package, err = e.Registry.Push(ctx, e.XPKG, "example/function-memcached", "e2e")
+	return err
+}
+
+// functionCerts writes the function's mTLS material: a CA, the function's serving
+// certificate for 127.0.0.1 and the client certificate Crossplane presents.
+func (e *Env) functionCerts() (server, client string, err error) {
+	ca, err := pki.NewCA("e2e-function-ca")
+	if err != nil {
+		return "", "", err
+	}
+	srv, err := ca.Issue(pki.Request{CommonName: FunctionName, IPs: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"}})
+	if err != nil {
+		return "", "", err
+	}
+	cl, err := ca.Issue(pki.Request{CommonName: "crossplane"})
+	if err != nil {
+		return "", "", err
+	}
+	server, client = filepath.Join(e.WorkDir, "function-server"), filepath.Join(e.WorkDir, "crossplane-client")
+	if err := pki.WriteFiles(server, map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": srv.CertPEM, "tls.key": srv.KeyPEM}); err != nil {
+		return "", "", err
+	}
+	return server, client, pki.WriteFiles(client, map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": cl.CertPEM, "tls.key": cl.KeyPEM})
+}
+
+func (e *Env) startCrossplane(ctx context.Context) (err error) {
+	_, client, err := e.functionCerts()
+	if err != nil {
+		return err
+	}
+	e.Crossplane, err = crossplane.StartCore(ctx, e.Kube, crossplane.CoreOptions{
+		Binary:         filepath.Join(e.BinDir, "crossplane-core"),
+		CRDsDir:        filepath.Join(e.BinDir, "crossplane-crds"),
+		Kubeconfig:     e.ControlPlane.KubeconfigPath(),
+		ClientCertsDir: client,
+		WorkDir:        e.WorkDir,
+		LogDir:         e.LogDir,
+		Debug:          e.CrossplaneDebug,
+		PIDs:           e.PIDs,
+	})
+	return err
+}
+
+func (e *Env) startFunction(ctx context.Context) (err error) {
+	bin, args := e.FunctionBinary, []string(nil)
+	if bin == "" {
+		bin = filepath.Join(e.WorkDir, FunctionName)
+		if args, err = registry.ExtractEntrypoint(e.XPKG, bin); err != nil {
+			return err
+		}
+	}
+	e.Function, err = crossplane.StartRuntime(ctx, e.Kube, crossplane.RuntimeOptions{
+		Name:           FunctionName,
+		Package:        e.Package,
+		Binary:         bin,
+		Args:           args,
+		ServerCertsDir: filepath.Join(e.WorkDir, "function-server"),
+		LogDir:         e.LogDir,
+		PIDs:           e.PIDs,
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.Function.Install(ctx); err != nil {
+		return err
+	}
+	go e.Function.Serve(ctx)
+	return nil
+}
+
+// XRDGVK is the kind of Crossplane's CompositeResourceDefinition.
+var XRDGVK = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "CompositeResourceDefinition"}
+
+// applyExamples applies both example XRDs and Compositions, and waits until the claim and
+// the namespaced XR are served.
+func (e *Env) applyExamples(ctx context.Context) error {
+	ex := filepath.Join(e.RepoRoot, "example")
+	for _, f := range []string{"definition.yaml", "composition.yaml", "namespaced/definition.yaml", "namespaced/composition.yaml"} {
+		if _, err := e.Kube.ApplyFile(ctx, filepath.Join(ex, f)); err != nil {
+			return err
+		}
+	}
+	if _, err := crossplane.WaitConditions(ctx, e.Kube, 2*time.Minute, XRDGVK, "", "xmemcacheds.cache.example.com",
+		map[string]string{"Established": "True", "Offered": "True"}); err != nil {
+		return err
+	}
+	_, err := crossplane.WaitConditions(ctx, e.Kube, 2*time.Minute, XRDGVK, "", "memcacheds.namespaced.cache.example.com",
+		map[string]string{"Established": "True"})
+	return err
+}
+
+// Processes lists every process the suite runs.
+func (e *Env) Processes() []*proc.Process {
+	var ps []*proc.Process
+	if e.ControlPlane != nil {
+		ps = append(ps, e.ControlPlane.Processes()...)
+	}
+	if e.Crossplane != nil {
+		ps = append(ps, e.Crossplane.Process)
+	}
+	if e.Function != nil {
+		ps = append(ps, e.Function.Process)
+	}
+	return ps
+}
+
+// Stop stops every process the suite started, by PID, Crossplane and the function before
+// the control plane they talk to. It is safe to call more than once.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		if e.cancel != nil {
+			e.cancel()
+		}
+		var errs []error
+		if e.Function != nil {
+			errs = append(errs, e.Function.Stop())
+		}
+		if e.Crossplane != nil {
+			errs = append(errs, e.Crossplane.Stop())
+		}
+		if e.Registry != nil {
+			errs = append(errs, e.Registry.Stop())
+		}
+		if e.ControlPlane != nil {
+			errs = append(errs, e.ControlPlane.Stop())
+		}
+		for _, err := range errs {
+			if err != nil && e.stopErr == nil {
+				e.stopErr = err
+			}
+		}
+	})
+	return e.stopErr
+}
+
+// stopOnSignal stops everything on SIGINT or SIGTERM, so that Ctrl-C leaves nothing running.
+func (e *Env) stopOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-ch
+		fmt.Fprintf(os.Stderr, "e2e: %v: stopping every process\n", s)
+		_ = e.Stop()
+		os.Exit(130)
+	}()
+}
+
+// Report writes where the logs are and the last lines of each process's log: what to read
+// first when a scenario fails.
+func (e *Env) Report(w io.Writer, lines int) {
+	Report(w, e.OutputDir, lines)
+}
+
+// Report writes the log folder under outputDir and the last lines of every log in it; it
+// also serves when Start failed and there is no Env.
+func Report(w io.Writer, outputDir string, lines int) {
+	dir := filepath.Join(outputDir, "logs")
+	fmt.Fprintf(w, "\n==== e2e logs: %s\n", dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, f := range files {
+		fmt.Fprintf(w, "\n---- %s (last %d lines)\n%s\n", f, lines, proc.Tail(f, lines))
+	}
+}
