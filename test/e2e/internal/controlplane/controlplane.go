@@ -233,8 +233,15 @@ func (cp *ControlPlane) writeCertificates() error {
 	})
 }
 
+// start runs the binary of that name in BinDir, under the same name.
 func (cp *ControlPlane) start(name string, args ...string) (*proc.Process, error) {
-	return proc.Start(proc.Spec{Name: name, Path: filepath.Join(cp.opts.BinDir, name), Args: args}, cp.opts.LogDir, cp.opts.PIDs)
+	return cp.startAs(name, name, args...)
+}
+
+// startAs runs the binary bin of BinDir as a process named name, for a second instance of a
+// component (a workload API server) with its own log.
+func (cp *ControlPlane) startAs(name, bin string, args ...string) (*proc.Process, error) {
+	return proc.Start(proc.Spec{Name: name, Path: filepath.Join(cp.opts.BinDir, bin), Args: args}, cp.opts.LogDir, cp.opts.PIDs)
 }
 
 func (cp *ControlPlane) startEtcd(ctx context.Context) error {
@@ -278,7 +285,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.start(name,
+	p, err := cp.startAs(name, "kube-apiserver",
 		"--etcd-servers="+cp.etcdURL,
 		"--etcd-prefix="+etcdPrefix,
 		"--bind-address=127.0.0.1",
