@@ -13,7 +13,6 @@ package fn
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -157,7 +156,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		if oi != nil {
 			desired[KeyInstance].Ready = ready(instance.Ready(oi))
 		}
-		cond = readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalidMessage(errs)}
+		cond = readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
 	default:
 		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
 			response.Fatal(rsp, err)
@@ -311,15 +310,6 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
-
-// invalidMessage joins field errors into one line a claim owner can act on.
-func invalidMessage(errs field.ErrorList) string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return "invalid spec, nothing was changed: " + strings.Join(msgs, "; ")
-}
 
 func ready(b bool) fnv1.Ready {
 	if b {

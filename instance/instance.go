@@ -97,16 +97,6 @@ func Resolve(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, field.
 	return m, errs
 }
 
-// InvalidMessage joins field errors into one line, in the words the function uses for a
-// claim, so that both tell a user the same thing.
-func InvalidMessage(errs field.ErrorList) string {
-	msgs := make([]string, len(errs))
-	for i, e := range errs {
-		msgs[i] = e.Error()
-	}
-	return "invalid spec, nothing was changed: " + strings.Join(msgs, "; ")
-}
-
 // Conditions express an Available verdict as the Instance's conditions: Crossplane's Ready
 // (Available, Creating or Unavailable, whose message leads with the verdict's own reason,
 // like "Degraded: 2/3 replicas available") and the Instance's Available condition, which

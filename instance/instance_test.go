@@ -173,8 +173,8 @@ func TestInvalidMessage(t *testing.T) {
 	_, errs := Resolve(i, defaults(t))
 	want := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize); " +
 		"spec.forProvider.threads: Invalid value: 0: must be an integer between 1 and 64"
-	if got := InvalidMessage(errs); got != want {
-		t.Errorf("InvalidMessage(...):\nwant %q\n got %q", want, got)
+	if got := resolve.Message(errs); got != want {
+		t.Errorf("resolve.Message(Resolve(...)):\nwant %q\n got %q", want, got)
 	}
 }
 

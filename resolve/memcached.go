@@ -161,3 +161,13 @@ func asInt(v any) (int64, bool) {
 		return 0, false
 	}
 }
+
+// Message joins field errors into the one line a user sees on a claim or an Instance: what
+// was wrong, field by field with value and limit, and that nothing was changed because of it.
+func Message(errs field.ErrorList) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return "invalid spec, nothing was changed: " + strings.Join(msgs, "; ")
+}

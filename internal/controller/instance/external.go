@@ -81,7 +81,7 @@ func (e *External) Observe(ctx context.Context, mg resource.Managed) (managed.Ex
 	if len(errs) > 0 {
 		// Report what runs, judged against its own replica count, and leave it alone. With
 		// nothing running, Ready too says why nothing will be.
-		msg := inst.InvalidMessage(errs)
+		msg := resolve.Message(errs)
 		ready, available := inst.Conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetGeneration())
 		if o.deployment != nil {
 			ready, _ = inst.Conditions(readiness.Available(o.deployment, replicas(o.deployment), previous), cr.GetGeneration())
@@ -185,7 +185,7 @@ func (e *External) apply(ctx context.Context, mg resource.Managed) (managed.Conn
 	m, errs := inst.Resolve(cr, e.Settings)
 	if len(errs) > 0 {
 		// Observe reports this first; resolving again keeps Create and Update safe alone.
-		return nil, errors.New(inst.InvalidMessage(errs))
+		return nil, errors.New(resolve.Message(errs))
 	}
 	objs := []client.Object{render.Deployment(m), render.Service(m)}
 	if render.NeedsPodDisruptionBudget(m) {
