@@ -34,6 +34,7 @@ func BenchmarkRunFunction(b *testing.B) {
 	cases := map[string]*fnv1.RunFunctionRequest{
 		"FirstCreate":     read("create-claim-size-3"),
 		"SteadyState":     read("steady-state-ready"),
+		"SteadyStateReal": read("steady-state-realistic"),
 		"PassThrough50":   passThrough,
 		"InvalidHoldsAll": read("invalid-repeated-no-event"),
 	}

@@ -13,6 +13,8 @@ package fn
 
 import (
 	"context"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -211,12 +213,39 @@ func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.
 		if !ok {
 			return render.Memcached{}, nil, field.ErrorList{field.Invalid(field.NewPath("spec"), v.AsInterface(), "must be an object")}
 		}
-		spec = sv.StructValue.AsMap()
+		// Only the API's own fields: a claim's XR spec also holds Crossplane's (resourceRefs,
+		// claimRef, ...), which resolve ignores and converting would only cost.
+		spec = make(map[string]any, len(specFields))
+		for _, k := range specFields {
+			if f, ok := sv.StructValue.GetFields()[k]; ok {
+				spec[k] = f.AsInterface()
+			}
+		}
 	}
 	m, errs := resolve.Memcached(spec, t.name, t.namespace, s)
 	p, perrs := resolve.Placement(spec, s)
 	return m, p, append(errs, perrs...)
 }
+
+// specFields are the JSON names of the top-level fields of the claim's spec, read from the
+// API's Go type so that a field added there is never dropped here.
+var specFields = func() []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			if name == "" && f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			names = append(names, name)
+		}
+	}
+	walk(reflect.TypeFor[cachev1alpha1.XMemcachedSpec]())
+	return names
+}()
 
 // targetInfo says where a Memcached's objects live and what they are called.
 type targetInfo struct {
