@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -95,7 +98,24 @@ func ReconcilerOptions(c *Connector, poll time.Duration) []managed.ReconcilerOpt
 		// The target is a Kubernetes API server: what Create applied is readable at once,
 		// so there is no eventual consistency to wait out (and applying again is harmless).
 		managed.WithCreationGracePeriod(0),
+		// The provider does not watch target clusters: it learns that a rollout finished
+		// only by polling. Poll soon while the Instance is not Available, or a new or
+		// resized Memcached would report Creating or Resizing for a whole poll interval.
+		managed.WithPollIntervalHook(PollInterval),
 	}
+}
+
+// UnavailablePoll is how soon an Instance that is not Available (Creating, Resizing,
+// Progressing, Degraded) is checked again, when the poll interval is longer.
+const UnavailablePoll = 5 * time.Second
+
+// PollInterval is the managed reconciler's poll interval hook: poll for an Instance whose
+// Ready condition is True, at most UnavailablePoll for any other.
+func PollInterval(mg resource.Managed, poll time.Duration) time.Duration {
+	if mg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+		return poll
+	}
+	return min(poll, UnavailablePoll)
 }
 
 // A Connector connects an Instance to its target cluster. Its fields are its dependencies,

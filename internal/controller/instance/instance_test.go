@@ -337,6 +337,69 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+func TestPollsSoonUntilAvailable(t *testing.T) {
+	// The provider does not watch target clusters, so it polls: every UnavailablePoll while
+	// the Instance is not Available, so that a rollout's end shows within seconds, and every
+	// poll interval once it is.
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "sessions"}}
+	i := instance(func(i *v1alpha1.Instance) {
+		i.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+		i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	cp := controlPlane(t, i, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity))
+	target := cluster(interceptor.Funcs{})
+	r := reconciler(t, cp, target)
+	reconcileAfter := func() (time.Duration, string) {
+		t.Helper()
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatalf("Reconcile(...): %v", err)
+		}
+		got := &v1alpha1.Instance{}
+		if err := cp.Get(ctx, req.NamespacedName, got); err != nil {
+			t.Fatal(err)
+		}
+		return res.RequeueAfter, string(got.GetCondition(v1alpha1.TypeAvailable).Reason)
+	}
+
+	reconcileAfter() // Creates the Memcached.
+	if after, reason := reconcileAfter(); after != UnavailablePoll || reason != "Creating" {
+		t.Errorf("while Creating: requeue after %v (Available reason %q), want %v", after, reason, UnavailablePoll)
+	}
+	rollout(3)(t, target)
+	if after, reason := reconcileAfter(); after != time.Minute || reason != "Available" {
+		t.Errorf("once Available: requeue after %v (Available reason %q), want the poll interval, 1m", after, reason)
+	}
+	rollout(2)(t, target)
+	if after, reason := reconcileAfter(); after != UnavailablePoll || reason != "Degraded" {
+		t.Errorf("when Degraded: requeue after %v (Available reason %q), want %v", after, reason, UnavailablePoll)
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	ready := instance(func(i *v1alpha1.Instance) { i.SetConditions(xpv2.Available()) })
+	creating := instance(func(i *v1alpha1.Instance) { i.SetConditions(xpv2.Creating()) })
+	cases := map[string]struct {
+		reason string
+		mg     resource.Managed
+		poll   time.Duration
+		want   time.Duration
+	}{
+		"Ready":             {reason: "A Ready Instance is polled at the poll interval.", mg: ready, poll: time.Minute, want: time.Minute},
+		"NotReady":          {reason: "An Instance that is not Ready is polled soon.", mg: creating, poll: time.Minute, want: UnavailablePoll},
+		"NoCondition":       {reason: "An Instance never observed is polled soon.", mg: instance(), poll: time.Minute, want: UnavailablePoll},
+		"ShortPollInterval": {reason: "A poll interval shorter than UnavailablePoll is kept.", mg: creating, poll: time.Second, want: time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := PollInterval(tc.mg, tc.poll); got != tc.want {
+				t.Errorf("\n%s\nPollInterval(..., %v) = %v, want %v", tc.reason, tc.poll, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestReconcileInvalidSpecTouchesNothing(t *testing.T) {
 	// The managed reconciler stops at Observe's error: nothing is created, and Synced says
 	// which field is wrong.
