@@ -164,10 +164,10 @@ func toStruct(o runtime.Object) (*structpb.Struct, error) {
 	return structpb.NewStruct(m)
 }
 
-// hold returns the desired form of an observed object that must stay exactly as it runs:
+// held returns the desired form of an observed object that must stay exactly as it runs:
 // its identity, labels and content (spec, data, type), without the status and server-set
 // metadata (uid, resourceVersion, managedFields, …) that an apply must not carry.
-func hold(o *structpb.Struct) *structpb.Struct {
+func held(o *structpb.Struct) *structpb.Struct {
 	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(o.GetFields()))}
 	for k, v := range o.GetFields() {
 		if k != "status" && k != "metadata" {

@@ -144,63 +144,88 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 	var cond readiness.Condition
 	var r *rendered
-	switch {
-	case len(errs) > 0:
-		// Hold: keep what runs exactly as observed, and create nothing new.
-		for _, k := range ownKeys {
-			if o, ok := observed[k]; ok {
-				desired[k] = &fnv1.Resource{Resource: hold(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
-			}
-		}
-		if od != nil {
-			desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptrOr(od.Spec.Replicas, 1)))
-		}
-		if oi != nil {
-			desired[KeyInstance].Ready = ready(instance.Ready(oi))
-		}
-		cond = readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
-	default:
+	if len(errs) > 0 {
+		cond = hold(desired, observed, od, oi, errs)
+		// Nothing rendered, yet the endpoint is known when the target is.
+		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+	} else {
 		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		for k, encoded := range r.objects {
-			_, seen := observed[k]
-			rd := ready(seen)
-			switch k {
-			case KeyDeployment:
-				rd = ready(readiness.Deployment(od, m.Size))
-			case KeyInstance:
-				rd = ready(oi != nil && instance.Ready(oi))
-			}
-			desired[k] = desiredResource(encoded, rd)
-		}
-		if placement != nil {
-			if oi == nil {
-				oi = &memcachedv1alpha1.Instance{}
-			}
-			cond = instance.Available(oi)
-		} else {
-			cond = readiness.Available(od, m.Size, prevReason)
-		}
+		cond = compose(desired, observed, r, m, od, oi, placement, prevReason)
 	}
 
-	if r == nil {
-		// Invalid spec: nothing rendered, yet the endpoint is known when the target is.
-		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
+	// nothing, where it already ran.
+	remote := placement != nil
+	if len(errs) > 0 {
+		remote = oi != nil
 	}
-	var replicas, available int32
-	switch {
-	case placement != nil && oi != nil:
-		replicas, available = oi.Status.AtProvider.Replicas, oi.Status.AtProvider.AvailableReplicas
-	case od != nil:
-		replicas, available = od.Status.Replicas, od.Status.AvailableReplicas
-	}
+	replicas, available := observedReplicas(remote, od, oi)
 	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
 	return rsp, nil
+}
+
+// hold desires every observed composed resource of the function's exactly as it runs, and
+// nothing new, because the spec is invalid: one bad field must not change or drop anything
+// that runs. It returns the InvalidSpec verdict naming every bad field.
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) readiness.Condition {
+	for _, k := range ownKeys {
+		if o, ok := observed[k]; ok {
+			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+		}
+	}
+	if od != nil {
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptrOr(od.Spec.Replicas, 1)))
+	}
+	if oi != nil {
+		desired[KeyInstance].Ready = ready(instance.Ready(oi))
+	}
+	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
+}
+
+// compose desires the rendered objects, each marked ready from its observed state, and
+// returns the Available verdict: from the Deployment here, or from the provider's Instance
+// when the Memcached runs in another cluster.
+func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.Memcached, od *appsv1.Deployment,
+	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
+	for k, encoded := range r.objects {
+		_, seen := observed[k]
+		rd := ready(seen)
+		switch k {
+		case KeyDeployment:
+			rd = ready(readiness.Deployment(od, m.Size))
+		case KeyInstance:
+			rd = ready(oi != nil && instance.Ready(oi))
+		}
+		desired[k] = desiredResource(encoded, rd)
+	}
+	if placement == nil {
+		return readiness.Available(od, m.Size, prevReason)
+	}
+	if oi == nil {
+		oi = &memcachedv1alpha1.Instance{}
+	}
+	return instance.Available(oi)
+}
+
+// observedReplicas are the replica counts the XR reports where the Memcached is placed: the
+// provider's, for a Memcached in another cluster, or the local Deployment's.
+func observedReplicas(remote bool, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance) (replicas, available int32) {
+	switch {
+	case remote && oi != nil:
+		return oi.Status.AtProvider.Replicas, oi.Status.AtProvider.AvailableReplicas
+	case remote:
+		// Not observed there yet; a local Deployment being replaced does not count.
+		return 0, 0
+	case od != nil:
+		return od.Status.Replicas, od.Status.AvailableReplicas
+	}
+	return 0, 0
 }
 
 // resolveSpec resolves the XR's spec, which must be an object: the Memcached, and where it
