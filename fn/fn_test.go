@@ -111,6 +111,9 @@ func TestRunFunction(t *testing.T) {
 		"move-here-to-remote": {
 			reason: "Naming a ProviderConfig for a local Memcached composes the Instance and no longer desires the local objects, which Crossplane then deletes.",
 		},
+		"invalid-move-keeps-local": {
+			reason: "An invalid spec that also names a ProviderConfig moves nothing: the local objects stay as they run and status counts their replicas.",
+		},
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},
