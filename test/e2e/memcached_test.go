@@ -36,6 +36,12 @@ var (
 	gcTimeout = 90 * time.Second
 )
 
+// restricted labels a namespace whose pods must meet the restricted Pod Security Standard.
+var restricted = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "restricted",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
+
 // newNamespace creates a namespace named prefix-<random> whose pods must meet the
 // restricted Pod Security Standard, as a platform would set up an application team's.
 func newNamespace(t *testing.T, prefix string) string {
@@ -43,11 +49,7 @@ func newNamespace(t *testing.T, prefix string) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := prefix + "-" + hex.EncodeToString(b)
-	err := env.Kube.EnsureNamespace(context.Background(), name, map[string]string{
-		"pod-security.kubernetes.io/enforce":         "restricted",
-		"pod-security.kubernetes.io/enforce-version": "latest",
-	})
-	if err != nil {
+	if err := env.Kube.EnsureNamespace(context.Background(), name, restricted); err != nil {
 		t.Fatalf("cannot create namespace %s: %v", name, err)
 	}
 	return name
@@ -113,6 +115,11 @@ func getMemcached(ctx context.Context, gvk schema.GroupVersionKind, namespace, n
 	if err != nil {
 		return memcached{}, err
 	}
+	return toMemcached(u), nil
+}
+
+// toMemcached reads what a user reads of a claim or namespaced XR.
+func toMemcached(u *unstructured.Unstructured) memcached {
 	m := memcached{Object: u}
 	m.Ready, _, _, _ = kube.Condition(u, "Ready")
 	m.Synced, _, _, _ = kube.Condition(u, "Synced")
@@ -120,7 +127,7 @@ func getMemcached(ctx context.Context, gvk schema.GroupVersionKind, namespace, n
 	m.Replicas, _, _ = unstructured.NestedInt64(u.Object, "status", "replicas")
 	m.AvailableReplicas, _, _ = unstructured.NestedInt64(u.Object, "status", "availableReplicas")
 	m.Endpoint, _, _ = unstructured.NestedString(u.Object, "status", "endpoint")
-	return m, nil
+	return m
 }
 
 // waitMemcached waits until check accepts the claim (or namespaced XR); on timeout the test
@@ -181,23 +188,13 @@ func get(t *testing.T, gvk schema.GroupVersionKind, namespace, name string) *uns
 	return u
 }
 
-// waitGone waits until the object no longer exists.
+// waitGone waits until the object no longer exists in the control plane.
 func waitGone(t *testing.T, timeout time.Duration, gvk schema.GroupVersionKind, namespace, name string) {
 	t.Helper()
-	err := kube.Wait(context.Background(), timeout, fmt.Sprintf("%s %s/%s deleted", gvk.Kind, namespace, name), func(ctx context.Context) error {
-		u, err := env.Kube.Get(ctx, gvk, namespace, name)
-		if kerrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return errors.Errorf("still there (deletionTimestamp %v, finalizers %v)", u.GetDeletionTimestamp(), u.GetFinalizers())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitGoneOn(t, env.Kube, timeout, gvk, namespace, name)
 }
+
+func isNotFound(err error) bool { return kerrors.IsNotFound(err) }
 
 // connectionDetails returns the string data of a Secret.
 func connectionDetails(t *testing.T, namespace, name string) map[string]string {

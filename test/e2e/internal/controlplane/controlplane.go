@@ -4,9 +4,10 @@
 // without containers. The PodSecurity admission plugin is on, so namespaces labelled
 // `pod-security.kubernetes.io/enforce` judge real pods.
 //
-// Each component is a proc.Process that a scenario can restart or kill; StartAPIServer adds
-// another API server (its own etcd prefix, port and kubeconfig), the way a workload cluster
-// reached through a kubeconfig Secret would be.
+// Each component is a proc.Process that a scenario can restart or kill. StartCluster adds a
+// whole second cluster — API server (its own etcd prefix, port and kubeconfig),
+// controller-manager, scheduler and kwok nodes — the way a workload cluster reached through a
+// kubeconfig Secret would be; StartAPIServer adds a bare API server.
 package controlplane
 
 import (
@@ -64,6 +65,7 @@ type ControlPlane struct {
 	certsDir string
 	etcdURL  string
 	extra    []*APIServer
+	clusters []*Cluster
 }
 
 // An APIServer is one kube-apiserver and the admin credentials to reach it.
@@ -98,9 +100,27 @@ func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
 	if cp.APIServer, err = cp.startAPIServer(ctx, "kube-apiserver", "/registry"); err != nil {
 		return nil, err
 	}
-	admin := cp.APIServer.Kubeconfig
-	if cp.ControllerManager, err = cp.start("kube-controller-manager",
-		"--kubeconfig="+admin,
+	if cp.ControllerManager, cp.Scheduler, cp.Kwok, err = cp.startNodeComponents("", cp.APIServer.Kubeconfig); err != nil {
+		return nil, err
+	}
+	return cp, cp.waitSchedulable(ctx, cp.APIServer, o.Nodes)
+}
+
+// startNodeComponents starts, for the API server of kubeconfig, what makes Deployments roll
+// out: a controller-manager, a scheduler and kwok. Their process names (and logs) carry
+// prefix, empty for the control plane's own.
+func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string) (kcm, scheduler, kwok *proc.Process, err error) {
+	defer func() {
+		if err != nil {
+			for _, p := range []*proc.Process{kwok, scheduler, kcm} {
+				if p != nil {
+					_ = p.Stop()
+				}
+			}
+		}
+	}()
+	if kcm, err = cp.startAs(prefix+"kube-controller-manager", "kube-controller-manager",
+		"--kubeconfig="+kubeconfig,
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--controllers=*",
@@ -114,30 +134,82 @@ func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
 		"--concurrent-gc-syncs=20",
 		"--v=1",
 	); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	if cp.Scheduler, err = cp.start("kube-scheduler",
-		"--kubeconfig="+admin,
-		"--authentication-kubeconfig="+admin,
-		"--authorization-kubeconfig="+admin,
+	if scheduler, err = cp.startAs(prefix+"kube-scheduler", "kube-scheduler",
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--v=1",
 	); err != nil {
-		return nil, err
+		return kcm, nil, nil, err
 	}
-	if cp.Kwok, err = cp.start("kwok",
-		"--kubeconfig="+admin,
-		"--config="+o.KwokStages,
+	if kwok, err = cp.startAs(prefix+"kwok", "kwok",
+		"--kubeconfig="+kubeconfig,
+		"--config="+cp.opts.KwokStages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-lease-duration-seconds=40",
 		"--cidr=10.244.0.0/16",
 		"--node-ip=10.244.255.1",
 	); err != nil {
+		return kcm, scheduler, nil, err
+	}
+	return kcm, scheduler, kwok, nil
+}
+
+// A Cluster is a second, complete cluster beside the control plane — its own API server
+// (on its own etcd prefix), controller-manager, scheduler and kwok nodes — that something in
+// the control plane reaches through a kubeconfig: a workload cluster.
+type Cluster struct {
+	Name              string
+	APIServer         *APIServer
+	ControllerManager *proc.Process
+	Scheduler         *proc.Process
+	Kwok              *proc.Process
+}
+
+// Processes lists the cluster's components in start order.
+func (c *Cluster) Processes() []*proc.Process {
+	var ps []*proc.Process
+	if c.APIServer != nil {
+		ps = append(ps, c.APIServer.Process)
+	}
+	for _, p := range []*proc.Process{c.ControllerManager, c.Scheduler, c.Kwok} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Stop stops the cluster's components, the API server last. It is safe to call more than
+// once; ControlPlane.Stop stops a cluster too.
+func (c *Cluster) Stop() error {
+	return stopAll(c.Processes())
+}
+
+// StartCluster starts a workload cluster named name with nodes fake nodes (one per zone),
+// returning once a pod could be scheduled on it. Its processes are named <name>-<component>;
+// its admin kubeconfig (same CA and admin identity as the control plane) is
+// APIServer.KubeconfigBytes. On error it stops whatever it started.
+func (cp *ControlPlane) StartCluster(ctx context.Context, name string, nodes int) (c *Cluster, err error) {
+	c = &Cluster{Name: name}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+	if c.APIServer, err = cp.startAPIServer(ctx, name+"-kube-apiserver", "/"+name); err != nil {
 		return nil, err
 	}
-	return cp, cp.waitSchedulable(ctx)
+	if c.ControllerManager, c.Scheduler, c.Kwok, err = cp.startNodeComponents(name+"-", c.APIServer.Kubeconfig); err != nil {
+		return nil, err
+	}
+	cp.clusters = append(cp.clusters, c)
+	return c, cp.waitSchedulable(ctx, c.APIServer, nodes)
 }
 
 // KubeconfigPath is the admin kubeconfig of the main API server.
@@ -159,14 +231,21 @@ func (cp *ControlPlane) Processes() []*proc.Process {
 	for _, a := range cp.extra {
 		ps = append(ps, a.Process)
 	}
+	for _, c := range cp.clusters {
+		ps = append(ps, c.Processes()...)
+	}
 	return ps
 }
 
 // Stop stops every component in reverse start order, so that nothing outlives what it
-// depends on: extra API servers, kwok, the scheduler, the controller-manager, the API
-// server, etcd.
+// depends on: workload clusters, extra API servers, kwok, the scheduler, the
+// controller-manager, the API server, etcd.
 func (cp *ControlPlane) Stop() error {
-	ps := cp.Processes()
+	return stopAll(cp.Processes())
+}
+
+// stopAll stops ps in reverse order.
+func stopAll(ps []*proc.Process) error {
 	var errs []string
 	for i := len(ps) - 1; i >= 0; i-- {
 		if err := ps[i].Stop(); err != nil {
@@ -187,7 +266,7 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 
 // StartAPIServer starts another API server, named name, storing under its own etcd prefix
 // in the same etcd: an empty cluster with its own kubeconfig (same CA and admin identity).
-// No controller-manager or nodes run for it; a scenario that needs them starts its own.
+// No controller-manager or nodes run for it; StartCluster starts a cluster that has them.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context, name string) (*APIServer, error) {
 	a, err := cp.startAPIServer(ctx, name, "/"+name)
 	if err != nil {
@@ -304,6 +383,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		// On by default; named so that the suite fails loudly if a default ever changes.
 		"--enable-admission-plugins=PodSecurity",
 		"--profiling=false",
+		// Without a grace period for watches, a stopping API server drains everything but
+		// then waits on its open watch connections until it is killed (10 s here); with one,
+		// it closes them and exits in about a second.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--v=1",
 	)
 	if err != nil {
@@ -361,14 +444,14 @@ func (cp *ControlPlane) writeKubeconfig(name, url string) (string, error) {
 	return path, errors.Wrap(clientcmd.WriteToFile(*c, path), "cannot write the kubeconfig")
 }
 
-// waitSchedulable creates the fake nodes and waits until kwok reports them Ready and the
-// default namespace's ServiceAccount exists, without which no pod is admitted.
-func (cp *ControlPlane) waitSchedulable(ctx context.Context) error {
-	c, err := kube.New(cp.APIServer.Config)
+// waitSchedulable creates nodes fake nodes on api and waits until kwok reports them Ready
+// and the default namespace's ServiceAccount exists, without which no pod is admitted.
+func (cp *ControlPlane) waitSchedulable(ctx context.Context, api *APIServer, nodes int) error {
+	c, err := kube.New(api.Config)
 	if err != nil {
 		return err
 	}
-	for i := range cp.opts.Nodes {
+	for i := range nodes {
 		zone := "zone-" + string(rune('a'+i))
 		n := &corev1.Node{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
@@ -391,20 +474,20 @@ func (cp *ControlPlane) waitSchedulable(ctx context.Context) error {
 		}
 	}
 	return kube.Wait(ctx, startTimeout, "fake nodes Ready and the default ServiceAccount", func(ctx context.Context) error {
-		nodes, err := c.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+		list, err := c.Typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
 		if err != nil {
 			return err
 		}
 		ready := 0
-		for _, n := range nodes.Items {
+		for _, n := range list.Items {
 			for _, cond := range n.Status.Conditions {
 				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
 					ready++
 				}
 			}
 		}
-		if ready < cp.opts.Nodes {
-			return errors.Errorf("%d/%d nodes Ready", ready, cp.opts.Nodes)
+		if ready < nodes {
+			return errors.Errorf("%d/%d nodes Ready", ready, nodes)
 		}
 		_, err = c.Typed.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err

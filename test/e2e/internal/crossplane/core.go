@@ -57,7 +57,7 @@ type Core struct {
 // StartCore installs Crossplane's CRDs, runs `crossplane core init` and starts `crossplane
 // core start`, returning once its readiness probe answers.
 func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error) {
-	if err := applyCRDs(ctx, c, o.CRDsDir); err != nil {
+	if err := ApplyCRDs(ctx, c, o.CRDsDir); err != nil {
 		return nil, err
 	}
 	if err := c.EnsureNamespace(ctx, Namespace, nil); err != nil {
@@ -169,10 +169,10 @@ func runInit(ctx context.Context, o CoreOptions, env []string) error {
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
-// applyCRDs server-side applies every CRD in dir (client-side apply cannot: the
+// ApplyCRDs server-side applies every CRD in dir (client-side apply cannot: the
 // DeploymentRuntimeConfig CRD outgrows the last-applied annotation) and waits until each is
 // Established.
-func applyCRDs(ctx context.Context, c *kube.Client, dir string) error {
+func ApplyCRDs(ctx context.Context, c *kube.Client, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return errors.Errorf("no CRDs in %s", dir)

@@ -1,11 +1,14 @@
 package crossplane
 
 import (
+	"bufio"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -238,4 +241,47 @@ func (rt *Runtime) ensureSecret(ctx context.Context, name string) error {
 		Data:       data,
 	}, metav1.CreateOptions{FieldManager: runtimeFieldManager})
 	return errors.Wrapf(err, "cannot create Secret %s", name)
+}
+
+// RunFunctionCalls reads the function's Prometheus metrics and returns how many RunFunction
+// calls it has answered since it started: grpc_server_handled_total for method RunFunction,
+// summed over services (v1, v1beta1) and status codes. Crossplane calls the function once per
+// reconcile of an XR, so this counts the XR reconciles that reached the function. The
+// counter restarts with the process.
+func (rt *Runtime) RunFunctionCalls(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.MetricsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, errors.Wrap(err, "cannot read the function's metrics")
+	}
+	defer rsp.Body.Close() //nolint:errcheck // Read-only.
+	if rsp.StatusCode != http.StatusOK {
+		return 0, errors.Errorf("GET %s: %s", rt.MetricsURL, rsp.Status)
+	}
+	var total int64
+	found := false
+	sc := bufio.NewScanner(rsp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "grpc_server_handled_total{") || !strings.Contains(line, `grpc_method="RunFunction"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			return 0, errors.Wrapf(err, "cannot parse metric line %q", line)
+		}
+		total += int64(v)
+		found = true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, errors.Wrap(err, "cannot read the function's metrics")
+	}
+	if !found {
+		return 0, errors.New("the function's metrics have no grpc_server_handled_total for RunFunction")
+	}
+	return total, nil
 }

@@ -123,7 +123,7 @@ func (p *Process) start() error {
 		_ = log.Close()
 		return errors.Wrapf(err, "cannot start %s", p.spec.Name)
 	}
-	if err := p.pids.Add(cmd.Process.Pid, p.spec.Name); err != nil {
+	if err := p.pids.Add(cmd.Process.Pid, p.spec.Name, p.spec.Path); err != nil {
 		_ = cmd.Process.Kill()
 		_ = log.Close()
 		return err
@@ -235,8 +235,9 @@ func Tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// A PIDFile records the PIDs of the processes that run, one "<pid> <name>" a line, so that a
-// wrapper can kill what a crashed suite left behind.
+// A PIDFile records the PIDs of the processes that run, one "<pid> <name> <binary>" a line, so
+// that a wrapper can kill what a crashed suite left behind: a PID whose command line still
+// holds the binary's path, which a reused PID's would not.
 type PIDFile struct {
 	mu   sync.Mutex
 	path string
@@ -249,11 +250,11 @@ func NewPIDFile(path string) (*PIDFile, error) {
 	return f, f.write()
 }
 
-// Add records pid.
-func (f *PIDFile) Add(pid int, name string) error {
+// Add records pid, the process's name and the path of its binary.
+func (f *PIDFile) Add(pid int, name, binary string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.pids[pid] = name
+	f.pids[pid] = name + " " + binary
 	return f.write()
 }
 

@@ -1,8 +1,9 @@
 // Package suite brings up everything the end-to-end scenarios run against, in one call, and
 // tears it down in one call: the control plane, a registry holding the function's real
-// package, Crossplane installing that package, the function running as its runtime, and the
-// example XRDs and Compositions. Scenarios get an Env with clients and a handle on every
-// process, so that a fault scenario can restart or kill any of them.
+// package, Crossplane installing that package, the function running as its runtime, the
+// example XRDs and Compositions, and the Memcached provider's CRDs. Scenarios get an Env with
+// clients and a handle on every process, so that a fault scenario can restart or kill any of
+// them, and can add a workload cluster (StartCluster) and the provider (StartProvider).
 package suite
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/pki"
 	"github.com/example/function-memcached/test/e2e/internal/proc"
+	"github.com/example/function-memcached/test/e2e/internal/provider"
 	"github.com/example/function-memcached/test/e2e/internal/registry"
 )
 
@@ -41,6 +43,9 @@ type Options struct {
 	// FunctionBinary, when set, runs instead of the binary extracted from XPKG: for iterating
 	// on the function without rebuilding its package.
 	FunctionBinary string
+	// ProviderBinary is the Memcached provider (`make provider-build`), which scenarios that
+	// place a Memcached in another cluster start; ProviderCRDs its CRDs.
+	ProviderBinary, ProviderCRDs string
 	// OutputDir receives logs/ and run/ (certificates, kubeconfigs, data); wiped at start.
 	OutputDir string
 	// RepoRoot is the repository, where example/ lives.
@@ -51,9 +56,10 @@ type Options struct {
 	CrossplaneDebug bool
 }
 
-// OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY, E2E_OUTPUT and
-// E2E_CROSSPLANE_DEBUG (anything but "false" means on), as `make e2e` sets them, with
-// defaults relative to the repository root two directories up (test/e2e).
+// OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
+// E2E_PROVIDER_BINARY, E2E_OUTPUT and E2E_CROSSPLANE_DEBUG (anything but "false" means on), as
+// `make e2e` sets them, with defaults relative to the repository root two directories up
+// (test/e2e).
 func OptionsFromEnv() Options {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
 	get := func(k, def string) string {
@@ -66,6 +72,8 @@ func OptionsFromEnv() Options {
 		BinDir:          get("E2E_BIN", filepath.Join(root, "bin")),
 		XPKG:            get("E2E_XPKG", filepath.Join(root, "_output", "function-memcached-"+runtime.GOARCH+".xpkg")),
 		FunctionBinary:  os.Getenv("E2E_FUNCTION_BINARY"),
+		ProviderBinary:  get("E2E_PROVIDER_BINARY", filepath.Join(root, "bin", "provider")),
+		ProviderCRDs:    filepath.Join(root, "package-provider", "crds"),
 		OutputDir:       get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
 		RepoRoot:        root,
 		Nodes:           3,
@@ -90,6 +98,9 @@ type Env struct {
 	Function   *crossplane.Runtime
 	// Package is the function's package reference, by digest.
 	Package string
+
+	mu        sync.Mutex
+	providers []*provider.Provider
 
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -131,6 +142,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 		{"start Crossplane", func() error { return e.startCrossplane(ctx) }},
 		{"install and run the function", func() error { return e.startFunction(ctx) }},
 		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
+		{"install the Memcached provider's CRDs", func() error { return provider.InstallCRDs(ctx, e.Kube, e.ProviderCRDs) }},
 	}
 	for _, s := range steps {
 		if err := step(s.name, s.f); err != nil {
@@ -272,6 +284,32 @@ func (e *Env) applyExamples(ctx context.Context) error {
 	return err
 }
 
+// StartCluster starts a workload cluster named name, with as many fake nodes as the control
+// plane: its own API server, controller-manager, scheduler and kwok. Stop stops it too.
+func (e *Env) StartCluster(ctx context.Context, name string) (*controlplane.Cluster, error) {
+	return e.ControlPlane.StartCluster(ctx, name, e.Nodes)
+}
+
+// StartProvider installs the Memcached provider's CRDs in the control plane and runs the
+// provider with the control plane's admin kubeconfig. Stop stops it too, before Crossplane.
+func (e *Env) StartProvider(ctx context.Context, poll time.Duration) (*provider.Provider, error) {
+	p, err := provider.Start(ctx, e.Kube, provider.Options{
+		Binary:     e.ProviderBinary,
+		CRDsDir:    e.ProviderCRDs,
+		Kubeconfig: e.ControlPlane.KubeconfigPath(),
+		Poll:       poll,
+		LogDir:     e.LogDir,
+		PIDs:       e.PIDs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	e.providers = append(e.providers, p)
+	e.mu.Unlock()
+	return p, nil
+}
+
 // Processes lists every process the suite runs.
 func (e *Env) Processes() []*proc.Process {
 	var ps []*proc.Process
@@ -284,6 +322,11 @@ func (e *Env) Processes() []*proc.Process {
 	if e.Function != nil {
 		ps = append(ps, e.Function.Process)
 	}
+	e.mu.Lock()
+	for _, p := range e.providers {
+		ps = append(ps, p.Process)
+	}
+	e.mu.Unlock()
 	return ps
 }
 
@@ -295,6 +338,11 @@ func (e *Env) Stop() error {
 			e.cancel()
 		}
 		var errs []error
+		e.mu.Lock()
+		for _, p := range e.providers {
+			errs = append(errs, p.Stop())
+		}
+		e.mu.Unlock()
 		if e.Function != nil {
 			errs = append(errs, e.Function.Stop())
 		}

@@ -1,0 +1,238 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pkg/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/proc"
+)
+
+// scaleTimeout bounds the wait for every claim to become Available, and then for every
+// claim and composed object to be gone.
+const scaleTimeout = 10 * time.Minute
+
+// Many claims created at once all become Available; the test reports how long that took and
+// what the function spent on each reconcile: its CPU time (user + system, from /proc) over
+// the RunFunction calls it answered (its gRPC metrics), both counted from just before the
+// first create until every claim is Available. Then it deletes the claims and waits until
+// they, their XRs and their Deployments are gone.
+//
+// Opt-in with E2E_SCALE=1 (make e2e-scale), for it takes minutes; E2E_SCALE_CLAIMS sets the
+// number of claims (default 200). Not parallel: other scenarios would share the cores and
+// the function, and blur the numbers.
+func TestScale(t *testing.T) {
+	if os.Getenv("E2E_SCALE") == "" {
+		t.Skip("set E2E_SCALE=1 (make e2e-scale) to create 200 claims at once")
+	}
+	n := 200
+	if v := os.Getenv("E2E_SCALE_CLAIMS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("E2E_SCALE_CLAIMS=%q: want a positive number", v)
+		}
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "scale")
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("cache-%03d", i)
+	}
+
+	cpu0, err := env.Function.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls0, err := env.Function.RunFunctionCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all0 := cpuTimes(env.Processes())
+
+	// Create every claim at once: 20 clients in parallel.
+	start := time.Now()
+	work := make(chan string)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for name := range work {
+				if _, err := env.Kube.Apply(ctx, newClaim(ns, name, 1)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, name := range names {
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	created := time.Since(start)
+
+	claims, err := env.Kube.Resource(claimGVK, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Watch the claims rather than list them again and again (a list of every claim is not
+	// free for the API server), noting when each is first Available and any that stops being
+	// Available after it was.
+	firstAvailable := map[string]time.Duration{}
+	wasAvailable := map[string]bool{}
+	var relapses []string
+	lastLog, firstBad := time.Now(), map[string]string{}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return claims.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return claims.Watch(ctx, o)
+		},
+	}
+	wctx, cancel := context.WithTimeout(ctx, scaleTimeout)
+	defer cancel()
+	_, err = watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok || ev.Type == watch.Deleted {
+			return false, nil
+		}
+		name := u.GetName()
+		m := toMemcached(u)
+		if err := available(ns, name, 1)(m); err != nil {
+			if wasAvailable[name] {
+				relapses = append(relapses, fmt.Sprintf("%.0fs %s: %s", time.Since(start).Seconds(), name, m))
+			}
+			wasAvailable[name] = false
+			firstBad[name] = err.Error() + "; seen " + m.String()
+		} else {
+			wasAvailable[name] = true
+			delete(firstBad, name)
+			if _, ok := firstAvailable[name]; !ok {
+				firstAvailable[name] = time.Since(start)
+			}
+		}
+		ready := 0
+		for _, ok := range wasAvailable {
+			if ok {
+				ready++
+			}
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			t.Logf("%5.1fs: %d/%d claims Available", time.Since(start).Seconds(), ready, n)
+			lastLog = time.Now()
+		}
+		return ready == n, nil
+	})
+	if err != nil {
+		for name, why := range firstBad {
+			t.Fatalf("%v: %d/%d claims Available; for example %s: %s", err, len(firstAvailable), n, name, why)
+		}
+		t.Fatal(err)
+	}
+	wall := time.Since(start)
+	cpu1, err := env.Function.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls1, err := env.Function.RunFunctionCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all1 := cpuTimes(env.Processes())
+
+	calls := calls1 - calls0
+	cpu := (cpu1 - cpu0).Seconds()
+	firsts := slices.Sorted(maps.Values(firstAvailable))
+	t.Logf("%d claims (size 1): created in %.1fs, all Available %.1fs after the first create; each first Available after: median %.1fs, 90th percentile %.1fs",
+		n, created.Seconds(), wall.Seconds(), firsts[len(firsts)/2].Seconds(), firsts[len(firsts)*9/10].Seconds())
+	if len(relapses) > 0 {
+		t.Logf("%d times a claim stopped being Available before all were; the first ones:\n%s", len(relapses), strings.Join(relapses[:min(len(relapses), 10)], "\n"))
+	}
+	t.Logf("function: %d RunFunction calls (%.1f per claim), %.2f CPU seconds, %.2f ms CPU per call",
+		calls, float64(calls)/float64(n), cpu, 1000*cpu/float64(max(calls, 1)))
+	var others []string
+	for _, name := range slices.Sorted(maps.Keys(all1)) {
+		others = append(others, fmt.Sprintf("%s %.1f", name, (all1[name]-all0[name]).Seconds()))
+	}
+	t.Logf("CPU seconds over the same time: %s", strings.Join(others, ", "))
+
+	deployments, err := env.Kube.Resource(deploymentGVK, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := count(ctx, deployments); err != nil || got != int64(n) {
+		t.Errorf("Deployments in %s: %d (%v), want %d", ns, got, err, n)
+	}
+
+	// Delete them all, as `kubectl delete memcached --all` would, and wait until the claims,
+	// their XRs and their Deployments are gone.
+	start = time.Now()
+	if err := claims.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = kube.Wait(ctx, scaleTimeout, "every claim and Deployment deleted", func(ctx context.Context) error {
+		c, err := count(ctx, claims)
+		if err != nil {
+			return err
+		}
+		d, err := count(ctx, deployments)
+		if err != nil {
+			return err
+		}
+		if c+d > 0 {
+			return errors.Errorf("%d claims and %d Deployments left", c, d)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d claims deleted: claims and Deployments gone %.1fs after the delete", n, time.Since(start).Seconds())
+}
+
+// cpuTimes returns the CPU time each running process has used, by name.
+func cpuTimes(ps []*proc.Process) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range ps {
+		if d, err := p.CPUTime(); err == nil {
+			out[p.Name()] = d
+		}
+	}
+	return out
+}
+
+// count returns how many objects r lists, reading one: the API server counts the rest.
+func count(ctx context.Context, r dynamic.ResourceInterface) (int64, error) {
+	l, err := r.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(l.Items))
+	if rest := l.GetRemainingItemCount(); rest != nil {
+		n += *rest
+	}
+	return n, nil
+}
