@@ -1,12 +1,16 @@
 package fn
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/pkg/errors"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -98,10 +102,8 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		i.SetLabels(render.Labels(m))
 		objs[KeyInstance] = i
 	} else {
-		objs[KeyDeployment] = render.Deployment(m)
-		objs[KeyService] = render.Service(m)
-		if render.NeedsPodDisruptionBudget(m) {
-			objs[KeyPDB] = render.PodDisruptionBudget(m)
+		for _, o := range render.Objects(m) {
+			objs[keyOf(o)] = o
 		}
 	}
 	if namespaced {
@@ -148,6 +150,20 @@ func desiredResource(encoded []byte, ready fnv1.Ready) *fnv1.Resource {
 	r := &fnv1.Resource{Ready: ready}
 	r.ProtoReflect().SetUnknown(encoded)
 	return r
+}
+
+// keyOf is the composed resource name of a rendered object.
+func keyOf(o render.Object) string {
+	switch o.(type) {
+	case *appsv1.Deployment:
+		return KeyDeployment
+	case *corev1.Service:
+		return KeyService
+	case *policyv1.PodDisruptionBudget:
+		return KeyPDB
+	default:
+		return "memcached-" + strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind)
+	}
 }
 
 // toStruct converts a rendered object into the Struct the response carries, without the

@@ -123,7 +123,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		}
 	}
 
-	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"), stringMap(xr, "metadata", "labels"))
+	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"),
+		str(xr, "metadata", "labels", LabelClaimName), str(xr, "metadata", "labels", LabelClaimNamespace))
 	m := render.Memcached{Name: t.name, Namespace: t.namespace}
 	var placement *cachev1alpha1.ProviderConfigReference
 	if len(errs) == 0 {
@@ -283,12 +284,12 @@ type targetInfo struct {
 // target derives the objects' namespace and base name: a namespaced XR's own, or, for a
 // claim's LegacyCluster XR, the claim's. A cluster XR without a claim has no namespace to
 // put a Deployment in, which is reported like any other invalid spec.
-func target(name, namespace string, labels map[string]string) (targetInfo, field.ErrorList) {
+func target(name, namespace, claimName, claimNamespace string) (targetInfo, field.ErrorList) {
 	if namespace != "" {
 		return targetInfo{name: render.Name(name), namespace: namespace, namespaced: true}, nil
 	}
-	if ns := labels[LabelClaimNamespace]; ns != "" {
-		claim := labels[LabelClaimName]
+	if ns := claimNamespace; ns != "" {
+		claim := claimName
 		if claim == "" {
 			claim = name
 		}

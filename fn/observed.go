@@ -32,19 +32,6 @@ func str(s *structpb.Struct, path ...string) string {
 	return get(s, path...).GetStringValue()
 }
 
-// stringMap returns the object of strings at path (labels, annotations).
-func stringMap(s *structpb.Struct, path ...string) map[string]string {
-	f := get(s, path...).GetStructValue().GetFields()
-	if len(f) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(f))
-	for k, v := range f {
-		m[k] = v.GetStringValue()
-	}
-	return m
-}
-
 // condition returns the reason and message of the condition of type typ in status.conditions.
 func condition(s *structpb.Struct, typ string) (reason, message string) {
 	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {

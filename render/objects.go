@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -211,4 +212,21 @@ func antiAffinity(selector map[string]string) *corev1.Affinity {
 			},
 		}},
 	}}
+}
+
+// Object is what every renderer returns: a typed Kubernetes object.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Objects are the objects that run m, in apply order: the Deployment, the Service and, when
+// m needs one, the PodDisruptionBudget. The function composes them and the provider applies
+// them, so both run exactly the same set.
+func Objects(m Memcached) []Object {
+	objs := []Object{Deployment(m), Service(m)}
+	if NeedsPodDisruptionBudget(m) {
+		objs = append(objs, PodDisruptionBudget(m))
+	}
+	return objs
 }

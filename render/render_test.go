@@ -120,6 +120,17 @@ func TestNeedsPodDisruptionBudget(t *testing.T) {
 			if got := NeedsPodDisruptionBudget(tc.m); got != tc.want {
 				t.Errorf("NeedsPodDisruptionBudget(%+v): want %t, got %t (a budget over one replica would block node drains)", tc.m, tc.want, got)
 			}
+			want := []string{"Deployment", "Service"}
+			if tc.want {
+				want = append(want, "PodDisruptionBudget")
+			}
+			var got []string
+			for _, o := range Objects(tc.m) {
+				got = append(got, o.GetObjectKind().GroupVersionKind().Kind)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Objects(%+v): -want, +got:\n%s", tc.m, diff)
+			}
 		})
 	}
 }

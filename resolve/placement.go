@@ -28,15 +28,24 @@ func Placement(spec map[string]any, s Settings) (*cachev1alpha1.ProviderConfigRe
 		Name: d.str(ref, "spec.providerConfigRef", "name", ""),
 		Kind: d.str(ref, "spec.providerConfigRef", "kind", KindClusterProviderConfig),
 	}
-	if len(d.errs) == 0 && out.Name == "" {
-		d.errs = append(d.errs, field.Required(field.NewPath("spec", "providerConfigRef", "name"), "the name of a ProviderConfig of the Memcached provider"))
-	}
-	if out.Kind != KindClusterProviderConfig && out.Kind != KindProviderConfig {
-		d.errs = append(d.errs, field.NotSupported(field.NewPath("spec", "providerConfigRef", "kind"), out.Kind,
-			[]string{KindClusterProviderConfig, KindProviderConfig}))
+	if len(d.errs) == 0 {
+		d.errs = checkRef(field.NewPath("spec", "providerConfigRef"), out)
 	}
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
 	return out, nil
+}
+
+// checkRef reports a reference that names nothing or a kind the Memcached provider does not
+// have, whether a claim or the platform's Input wrote it.
+func checkRef(p *field.Path, r *cachev1alpha1.ProviderConfigReference) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "the name of a ProviderConfig of the Memcached provider"))
+	}
+	if r.Kind != KindClusterProviderConfig && r.Kind != KindProviderConfig {
+		errs = append(errs, field.NotSupported(p.Child("kind"), r.Kind, []string{KindClusterProviderConfig, KindProviderConfig}))
+	}
+	return errs
 }

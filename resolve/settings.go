@@ -107,13 +107,7 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		}
 	}
 	if r := s.ProviderConfigRef; r != nil {
-		if r.Name == "" {
-			errs = append(errs, field.Required(field.NewPath("defaults", "providerConfigRef", "name"), "the name of a ProviderConfig of the Memcached provider"))
-		}
-		if r.Kind != KindClusterProviderConfig && r.Kind != KindProviderConfig {
-			errs = append(errs, field.NotSupported(field.NewPath("defaults", "providerConfigRef", "kind"), r.Kind,
-				[]string{KindClusterProviderConfig, KindProviderConfig}))
-		}
+		errs = append(errs, checkRef(field.NewPath("defaults", "providerConfigRef"), r)...)
 	}
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "image"), s.Image)...)
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "exporterImage"), s.ExporterImage)...)

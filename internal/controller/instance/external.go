@@ -187,11 +187,7 @@ func (e *External) apply(ctx context.Context, mg resource.Managed) (managed.Conn
 		// Observe reports this first; resolving again keeps Create and Update safe alone.
 		return nil, errors.New(resolve.Message(errs))
 	}
-	objs := []client.Object{render.Deployment(m), render.Service(m)}
-	if render.NeedsPodDisruptionBudget(m) {
-		objs = append(objs, render.PodDisruptionBudget(m))
-	}
-	for _, o := range objs {
+	for _, o := range render.Objects(m) {
 		u, err := toUnstructured(o)
 		if err != nil {
 			return nil, errors.Wrapf(err, "cannot render %s %s/%s", kindOf(o), m.Namespace, m.Name)
