@@ -47,7 +47,7 @@ generate: $(BIN)/controller-gen
 		--legacy=example/definition.yaml --namespaced=example/namespaced/definition.yaml
 
 ## check-generate: fail when generated files are stale (and leave them regenerated).
-GENERATED = apis/v1alpha1/zz_generated.deepcopy.go input/v1beta1/zz_generated.deepcopy.go \
+GENERATED = apis/cache/v1alpha1/zz_generated.deepcopy.go input/v1beta1/zz_generated.deepcopy.go \
 	package/input/memcached.fn.example.com_inputs.yaml example/definition.yaml example/namespaced/definition.yaml
 .PHONY: check-generate
 check-generate: $(BIN)/controller-gen

@@ -3,7 +3,7 @@ package resolve
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // Kinds of ProviderConfig a Memcached may be placed with.

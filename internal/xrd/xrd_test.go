@@ -11,11 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // TestXRDsAgreeWithGoTypes proves that the XRDs users install describe exactly the Go types
-// in apis/v1alpha1: the same fields, with the same JSON names and types, at every depth of
+// in apis/cache/v1alpha1: the same fields, with the same JSON names and types, at every depth of
 // spec and status. `make generate` derives the XRDs from the types; this test fails when
 // someone changes one side without regenerating the other.
 func TestXRDsAgreeWithGoTypes(t *testing.T) {

@@ -6,7 +6,7 @@
 //
 // An Instance is a Crossplane v2 managed resource: namespaced, with a local connection secret
 // reference and a typed providerConfigRef (resource.ModernManaged). Its forProvider carries
-// the same Memcached fields as the claim (apis/v1alpha1.MemcachedSpec), so a composition can
+// the same Memcached fields as the claim (apis/cache/v1alpha1.MemcachedSpec), so a composition can
 // hand a claim's spec to an Instance without translating it.
 //
 // +kubebuilder:object:generate=true

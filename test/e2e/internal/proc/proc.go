@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // stopGrace is how long a process has to exit on SIGTERM before it is killed: long enough for

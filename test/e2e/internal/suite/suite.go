@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
