@@ -13,24 +13,23 @@ package fn
 
 import (
 	"context"
-	"reflect"
-	"strings"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
@@ -88,7 +87,7 @@ func New(log logging.Logger) *Function {
 	return &Function{
 		log:     log,
 		inputs:  settingsCache{m: map[string]settingsEntry{}},
-		renders: renderCache{m: map[renderKey]*rendered{}},
+		renders: renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
 	}
 }
 
@@ -159,11 +158,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
 	// nothing, where it already ran.
-	remote := placement != nil
+	elsewhere := placement != nil
 	if len(errs) > 0 {
-		remote = oi != nil
+		elsewhere = oi != nil
 	}
-	replicas, available := observedReplicas(remote, od, oi)
+	replicas, available := observedReplicas(elsewhere, od, oi)
 	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
@@ -181,10 +180,10 @@ func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource,
 		}
 	}
 	if od != nil {
-		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptrOr(od.Spec.Replicas, 1)))
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptr.Deref(od.Spec.Replicas, 1)))
 	}
 	if oi != nil {
-		desired[KeyInstance].Ready = ready(instance.Ready(oi))
+		desired[KeyInstance].Ready = ready(remote.Ready(oi))
 	}
 	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
 }
@@ -194,16 +193,16 @@ func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource,
 // when the Memcached runs in another cluster.
 func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.Memcached, od *appsv1.Deployment,
 	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
-	for k, encoded := range r.objects {
+	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
 		switch k {
 		case KeyDeployment:
 			rd = ready(readiness.Deployment(od, m.Size))
 		case KeyInstance:
-			rd = ready(oi != nil && instance.Ready(oi))
+			rd = ready(oi != nil && remote.Ready(oi))
 		}
-		desired[k] = desiredResource(encoded, rd)
+		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
 	}
 	if placement == nil {
 		return readiness.Available(od, m.Size, prevReason)
@@ -211,16 +210,16 @@ func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.
 	if oi == nil {
 		oi = &memcachedv1alpha1.Instance{}
 	}
-	return instance.Available(oi)
+	return remote.Available(oi)
 }
 
 // observedReplicas are the replica counts the XR reports where the Memcached is placed: the
 // provider's, for a Memcached in another cluster, or the local Deployment's.
-func observedReplicas(remote bool, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance) (replicas, available int32) {
+func observedReplicas(elsewhere bool, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance) (replicas, available int32) {
 	switch {
-	case remote && oi != nil:
+	case elsewhere && oi != nil:
 		return oi.Status.AtProvider.Replicas, oi.Status.AtProvider.AvailableReplicas
-	case remote:
+	case elsewhere:
 		// Not observed there yet; a local Deployment being replaced does not count.
 		return 0, 0
 	case od != nil:
@@ -229,49 +228,18 @@ func observedReplicas(remote bool, od *appsv1.Deployment, oi *memcachedv1alpha1.
 	return 0, 0
 }
 
-// resolveSpec resolves the XR's spec, which must be an object: the Memcached, and where it
-// runs (nil for this cluster).
+// resolveSpec resolves the XR's spec: the Memcached, and where it runs (nil for this
+// cluster).
 func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
-	v := get(xr, "spec")
-	var spec map[string]any
-	if v != nil {
-		sv, ok := v.GetKind().(*structpb.Value_StructValue)
-		if !ok {
-			return render.Memcached{}, nil, field.ErrorList{field.Invalid(field.NewPath("spec"), v.AsInterface(), "must be an object")}
-		}
-		// Only the API's own fields: a claim's XR spec also holds Crossplane's (resourceRefs,
-		// claimRef, ...), which resolve ignores and converting would only cost.
-		spec = make(map[string]any, len(specFields))
-		for _, k := range specFields {
-			if f, ok := sv.StructValue.GetFields()[k]; ok {
-				spec[k] = f.AsInterface()
-			}
-		}
+	spec, errs := decodeSpec(xr, s)
+	if spec == nil {
+		return render.Memcached{}, nil, errs
 	}
-	m, errs := resolve.Memcached(spec, t.name, t.namespace, s)
-	p, perrs := resolve.Placement(spec, s)
-	return m, p, append(errs, perrs...)
+	root := field.NewPath("spec")
+	m, merrs := resolve.Memcached(root, spec.MemcachedSpec, t.name, t.namespace, s)
+	p, perrs := resolve.Placement(root.Child("providerConfigRef"), spec.ProviderConfigRef, s)
+	return m, p, append(append(errs, merrs...), perrs...)
 }
-
-// specFields are the JSON names of the top-level fields of the claim's spec, read from the
-// API's Go type so that a field added there is never dropped here.
-var specFields = func() []string {
-	var names []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("json"), ",")[0]
-			if name == "" && f.Anonymous {
-				walk(f.Type)
-				continue
-			}
-			names = append(names, name)
-		}
-	}
-	walk(reflect.TypeFor[cachev1alpha1.XMemcachedSpec]())
-	return names
-}()
 
 // targetInfo says where a Memcached's objects live and what they are called.
 type targetInfo struct {
@@ -351,9 +319,9 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 	}
 	switch c.Reason {
 	case readiness.ReasonInvalidSpec:
-		response.Warning(rsp, errorString(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonDegraded:
-		response.Warning(rsp, errorString("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonAvailable:
 		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonResizing:
@@ -361,21 +329,9 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 	}
 }
 
-// errorString carries a message to response.Warning, which takes an error.
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
 func ready(b bool) fnv1.Ready {
 	if b {
 		return fnv1.Ready_READY_TRUE
 	}
 	return fnv1.Ready_READY_FALSE
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -8,9 +8,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // ConnectionSecretSuffix is appended to the base name for the Secret composed for namespaced
@@ -229,4 +232,16 @@ func Objects(m Memcached) []Object {
 		objs = append(objs, PodDisruptionBudget(m))
 	}
 	return objs
+}
+
+// ToApply is what to apply for a rendered object: everything the renderer set and nothing
+// else, without the empty status that typed objects serialize, which whoever applies it must
+// not claim to own. The function composes it, and the provider server-side applies it.
+func ToApply(o Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot convert %s %q", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	delete(m, "status")
+	return &unstructured.Unstructured{Object: m}, nil
 }
