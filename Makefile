@@ -36,25 +36,38 @@ $(BIN)/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum |
 build: | $(BIN)
 	$(GO) build -trimpath -o $(BIN)/function-memcached ./cmd/function-memcached
 
-## generate: deepcopy, the Input CRD and both XRDs, all from the Go types.
+$(BIN)/angryjet: tools/angryjet/go.mod tools/angryjet/go.sum | $(BIN)
+	$(GO) -C tools/angryjet build -trimpath -o $@ github.com/crossplane/crossplane-tools/cmd/angryjet
+
+## generate: every generated file, from the Go types: deepcopy (apis/, input/), the Input CRD
+## (package/input), both XRDs (example/), the provider's CRDs (package-provider/crds) and its
+## crossplane-runtime method sets (angryjet's zz_generated.*.go in apis/memcached).
+# The provider's CRD directory is emptied first, so that a kind removed from the types leaves
+# no CRD behind.
 .PHONY: generate
-generate: $(BIN)/controller-gen
+generate: $(BIN)/controller-gen $(BIN)/angryjet
 	$(BIN)/controller-gen object paths=./apis/... paths=./input/...
 	$(BIN)/controller-gen crd:crdVersions=v1 paths=./input/... output:crd:artifacts:config=package/input
+	rm -f package-provider/crds/*.yaml
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/memcached/... output:crd:artifacts:config=package-provider/crds
+	$(BIN)/angryjet generate-methodsets ./apis/memcached/...
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=$$tmp; \
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/cache/... output:crd:artifacts:config=$$tmp; \
 	$(GO) run ./cmd/xrd-gen --crd=$$tmp/cache.example.com_xmemcacheds.yaml \
 		--legacy=example/definition.yaml --namespaced=example/namespaced/definition.yaml
 
-## check-generate: fail when generated files are stale (and leave them regenerated).
-GENERATED = apis/cache/v1alpha1/zz_generated.deepcopy.go input/v1beta1/zz_generated.deepcopy.go \
-	package/input/memcached.fn.example.com_inputs.yaml example/definition.yaml example/namespaced/definition.yaml
+# generated_sum hashes every generated file with its name, so that an edited, added or removed
+# one changes it.
+generated_sum = { find apis input -name 'zz_generated*.go'; find package/input package-provider/crds -name '*.yaml'; \
+	echo example/definition.yaml example/namespaced/definition.yaml | tr ' ' '\n'; } | LC_ALL=C sort | xargs sha256sum | sha256sum
+
+## check-generate: fail when any generated file is stale (and leave them regenerated).
 .PHONY: check-generate
-check-generate: $(BIN)/controller-gen
-	@before=$$(cat $(GENERATED) | sha256sum); \
+check-generate: $(BIN)/controller-gen $(BIN)/angryjet
+	@before=$$($(generated_sum)); \
 	$(MAKE) --no-print-directory generate >/dev/null; \
-	if [ "$$before" != "$$(cat $(GENERATED) | sha256sum)" ]; then \
-		echo "generated files were stale and have been regenerated: review and commit them"; exit 1; fi
+	if [ "$$before" != "$$($(generated_sum))" ]; then \
+		echo "generated files were stale and have been regenerated: review and commit them"; git status --short -- apis input package package-provider example; exit 1; fi
 
 ## render: render the example claim's XR with observed resources showing a ready Deployment.
 .PHONY: render

@@ -6,9 +6,9 @@
 // Everything it decides is delegated: resolve checks the spec against policy, render builds
 // the objects, readiness judges observed state. This package moves data between the
 // RunFunctionRequest and those pure functions and applies Crossplane's rules for results.
-// It runs on every reconcile of every claim, so it reads and writes the request's protobuf
-// Structs directly and converts each distinct rendering only once (see observed.go and
-// desired.go).
+// It runs on every reconcile of every claim, so it reads observed state straight from the
+// request's protobuf Structs (observed.go) and renders each distinct Memcached once
+// (desired.go); Wire sends those renderings pre-encoded (wire.go).
 package fn
 
 import (
@@ -49,20 +49,14 @@ const (
 // ownKeys are the composed resources the function may desire, in a fixed order.
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance}
 
-// ResponseTTL is how long Crossplane may rely on a response. With realtime compositions (the
-// default in Crossplane v2) an XR is reconciled again when it or any composed resource
-// changes, and otherwise after the shortest TTL of its pipeline. Everything this function
-// reads — the XR, its Input, the composed Deployment, Service and PodDisruptionBudget — is
-// watched, and the function is deterministic (the same request always gets the same
-// response), so it needs no timer to notice anything: the TTL is only a safety net for a
-// missed watch event. Ten minutes instead of the SDK's one cuts idle calls tenfold, and
-// still leaves a cached response (with Crossplane's response cache) valid only as long as
-// the request it answers is unchanged. Without realtime compositions Crossplane ignores the
-// TTL for requeues and polls instead.
+// ResponseTTL is how long Crossplane may rely on a response. With realtime compositions an XR
+// is reconciled when it or a composed resource changes, and everything this function reads is
+// watched, so the TTL is only a safety net for a missed watch event: ten minutes instead of
+// the SDK's one cuts idle calls tenfold.
 const ResponseTTL = 10 * time.Minute
 
-// ConditionAvailable is the function's own condition on the XR and claim: the tutorial's
-// Available, carried into Crossplane, which owns Ready and Synced itself.
+// ConditionAvailable is the function's own condition on the XR and claim: whether the
+// Memcached serves, and why not. Crossplane owns Ready and Synced itself.
 const ConditionAvailable = "Available"
 
 // Labels Crossplane puts on a claim's XR, from which the function learns where the claim

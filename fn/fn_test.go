@@ -30,6 +30,9 @@ func TestRunFunction(t *testing.T) {
 		"create-claim-size-3": {
 			reason: "A new size-3 claim gets a 3-replica Deployment, a headless Service and a PodDisruptionBudget in the claim's namespace, none ready yet, Available=False/Creating, the endpoint in status and connection details, and no event.",
 		},
+		"input-default-memory": {
+			reason: "A claim that names no cache size gets the Input's defaults.memoryLimitMB (here 32 MB under a policy maximum of 32), not a schema default.",
+		},
 		"create-no-input": {
 			reason: "Without an Input every default applies: pinned image, 64 MB cache, size 1 without a PodDisruptionBudget.",
 		},

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,12 +130,10 @@ func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
 		LeaderElectionID:           "crossplane-leader-election-provider-memcached",
 		LeaderElectionNamespace:    c.LeaderElectionNamespace,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              ptr.To(60 * time.Second),
+		RenewDeadline:              ptr.To(50 * time.Second),
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func main() {
 	ctx := kong.Parse(&cli{}, kong.Description("A Crossplane provider that runs Memcached in other clusters."))

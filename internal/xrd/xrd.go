@@ -5,6 +5,7 @@ package xrd
 
 import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,12 +64,12 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 	if err := yaml.Unmarshal(crdYAML, &crd); err != nil {
 		return nil, errors.Wrap(err, "cannot parse CRD")
 	}
-	versions, _ := dig(crd, "spec", "versions").([]any)
+	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
 	if len(versions) != 1 {
 		return nil, errors.Errorf("CRD must have exactly one version, has %d", len(versions))
 	}
 	ver, _ := versions[0].(map[string]any)
-	props, _ := dig(ver, "schema", "openAPIV3Schema", "properties").(map[string]any)
+	props, _, _ := unstructured.NestedMap(ver, "schema", "openAPIV3Schema", "properties")
 	if props["spec"] == nil || props["status"] == nil {
 		return nil, errors.New("CRD schema must have spec and status properties")
 	}
@@ -110,17 +111,4 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 		return nil, errors.Wrap(err, "cannot marshal XRD")
 	}
 	return append([]byte(Header), b...), nil
-}
-
-// dig walks nested maps along path and returns what it finds, or nil.
-func dig(m map[string]any, path ...string) any {
-	var cur any = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
 }

@@ -1,8 +1,9 @@
 // Package v1alpha1 holds the Go types of the Memcached provider (group memcached.example.com):
 // the managed resource Instance, which runs a Memcached in another cluster, and the
 // ProviderConfig and ClusterProviderConfig that say how to reach that cluster. They are the
-// single source of the provider's CRDs in package-provider/crds: `make provider-generate`
-// derives the CRDs and the deepcopy code from them.
+// single source of the provider's CRDs in package-provider/crds: `make generate` derives the
+// CRDs, the deepcopy code and, with angryjet, the method sets that make them
+// crossplane-runtime managed resources, ProviderConfigs and usages.
 //
 // An Instance is a Crossplane v2 managed resource: namespaced, with a local connection secret
 // reference and a typed providerConfigRef (resource.ModernManaged). Its forProvider carries

@@ -6,7 +6,6 @@ package crossplane
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,23 +118,7 @@ func (c *Core) Restart(ctx context.Context) error {
 }
 
 func (c *Core) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	return c.WaitReady(ctx, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.readyURL, nil)
-		if err != nil {
-			return err
-		}
-		rsp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = rsp.Body.Close()
-		if rsp.StatusCode != http.StatusOK {
-			return errors.Errorf("readyz: %s", rsp.Status)
-		}
-		return nil
-	})
+	return c.WaitHealthy(ctx, startTimeout, nil, c.readyURL)
 }
 
 // runInit runs `crossplane core init` to completion: it applies the CRDs its own way, makes

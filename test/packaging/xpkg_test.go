@@ -1,4 +1,4 @@
-package build
+package packaging
 
 import (
 	"archive/tar"
