@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/example/function-memcached/input/v1beta1"

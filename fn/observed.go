@@ -4,10 +4,11 @@ import (
 	"math"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // The function reads observed state straight from the request's protobuf Structs: it needs a

@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"

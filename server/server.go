@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	grpcprometheus "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,6 +21,7 @@ import (
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	function "github.com/crossplane/function-sdk-go"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	fnv1beta1 "github.com/crossplane/function-sdk-go/proto/v1beta1"

@@ -4,9 +4,10 @@
 package xrd
 
 import (
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Variant is one shape of the API: the claim-based LegacyCluster XRD (Crossplane v1 API) or

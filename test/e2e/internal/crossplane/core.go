@@ -13,11 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
@@ -107,14 +108,6 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 	}
 	core := &Core{Process: p, readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz"}
 	return core, core.waitReady(ctx)
-}
-
-// Restart stops Crossplane and starts it again, returning once it is ready.
-func (c *Core) Restart(ctx context.Context) error {
-	if err := c.Process.Restart(); err != nil {
-		return err
-	}
-	return c.waitReady(ctx)
 }
 
 func (c *Core) waitReady(ctx context.Context) error {
