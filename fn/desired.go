@@ -12,6 +12,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/readiness"
 	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 )
@@ -31,6 +32,9 @@ type rendered struct {
 	// connection details.
 	endpoint   string
 	connection map[string][]byte
+	// want is what the rendered Deployment asks for, which readiness judges the observed one
+	// against; empty when the Memcached runs elsewhere.
+	want readiness.Want
 }
 
 // renderKey identifies a rendering. render.Memcached is comparable except for its CPU
@@ -113,6 +117,9 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		connection: render.ConnectionDetails(m),
 	}
 	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			r.want = readiness.Wanted(d)
+		}
 		u, err := render.ToApply(o)
 		if err != nil {
 			return nil, err

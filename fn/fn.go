@@ -17,9 +17,9 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
@@ -139,15 +139,25 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	var cond readiness.Condition
 	var r *rendered
 	if len(errs) > 0 {
-		cond = hold(desired, observed, od, oi, errs)
+		var holding bool
+		cond, holding = hold(desired, observed, od, oi, errs)
 		// Nothing rendered, yet the endpoint is known when the target is.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+		if !holding {
+			// Nothing of this Memcached runs, and Crossplane would count zero unready
+			// composed resources as a ready XR.
+			composite(rsp).Ready = fnv1.Ready_READY_FALSE
+		}
 	} else {
 		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		cond = compose(desired, observed, r, m, od, oi, placement, prevReason)
+		cond = compose(desired, observed, r, od, oi, placement, prevReason)
+		if placement == nil && !cond.Available && readiness.Applied(od, r.want) {
+			// Everything is applied and still not every replica serves: the pods say why.
+			cond.Message = explain(rsp, req, m, cond.Message)
+		}
 	}
 
 	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
@@ -157,7 +167,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		elsewhere = oi != nil
 	}
 	replicas, available := observedReplicas(elsewhere, od, oi)
-	reportStatus(rsp, replicas, available, r, t)
+	reportStatus(rsp, replicas, available, r, m, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
@@ -166,40 +176,43 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 // hold desires every observed composed resource of the function's exactly as it runs, and
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
-// that runs. It returns the InvalidSpec verdict naming every bad field.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) readiness.Condition {
+// that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
+// anything at all.
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
+	holding := false
 	for _, k := range ownKeys {
 		if o, ok := observed[k]; ok {
 			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			holding = true
 		}
 	}
 	if od != nil {
-		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptr.Deref(od.Spec.Replicas, 1)))
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
 	}
 	if oi != nil {
 		desired[KeyInstance].Ready = ready(remote.Ready(oi))
 	}
-	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
+	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
 }
 
 // compose desires the rendered objects, each marked ready from its observed state, and
 // returns the Available verdict: from the Deployment here, or from the provider's Instance
 // when the Memcached runs in another cluster.
-func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.Memcached, od *appsv1.Deployment,
+func compose(desired, observed map[string]*fnv1.Resource, r *rendered, od *appsv1.Deployment,
 	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
 	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
 		switch k {
 		case KeyDeployment:
-			rd = ready(readiness.Deployment(od, m.Size))
+			rd = ready(readiness.Deployment(od, r.want))
 		case KeyInstance:
 			rd = ready(oi != nil && remote.Ready(oi))
 		}
 		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
 	}
 	if placement == nil {
-		return readiness.Available(od, m.Size, prevReason)
+		return readiness.Available(od, r.want, prevReason)
 	}
 	if oi == nil {
 		oi = &memcachedv1alpha1.Instance{}
@@ -261,14 +274,12 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 		"a cluster-scoped XMemcached has no namespace for its Deployment: create it through a Memcached claim, or use the namespaced API")}
 }
 
-// reportStatus writes status.replicas, status.availableReplicas and status.endpoint into the
-// desired XR, keeping whatever earlier steps put there, and connection details for claims.
-func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
-	dxr := rsp.Desired.Composite
-	if dxr == nil {
-		dxr = &fnv1.Resource{}
-		rsp.Desired.Composite = dxr
-	}
+// reportStatus writes status.replicas, status.availableReplicas, status.endpoint and
+// status.selector (the pods' label selector, which the scale subresource serves to autoscalers)
+// into the desired XR, keeping whatever earlier steps put there, and connection details for
+// claims.
+func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, m render.Memcached, t targetInfo) {
+	dxr := composite(rsp)
 	if dxr.Resource == nil {
 		dxr.Resource = &structpb.Struct{}
 	}
@@ -289,6 +300,7 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 		return
 	}
 	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
+	status.Fields["selector"] = structpb.NewStringValue(labels.SelectorFromSet(render.SelectorLabels(m)).String())
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
 			dxr.ConnectionDetails = map[string][]byte{}
@@ -316,11 +328,21 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonDegraded:
 		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+	case readiness.ReasonStalled:
+		response.Warning(rsp, errors.New("Memcached "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonAvailable:
 		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonResizing:
 		response.Normal(rsp, "Memcached is "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	}
+}
+
+// composite is the desired XR of rsp, created when no earlier step desired one.
+func composite(rsp *fnv1.RunFunctionResponse) *fnv1.Resource {
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+	return rsp.Desired.Composite
 }
 
 func ready(b bool) fnv1.Ready {

@@ -11,12 +11,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -79,7 +79,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		msg := resolve.Message(errs)
 		ready, available := remote.Conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetGeneration())
 		if o.deployment != nil {
-			ready, _ = remote.Conditions(readiness.Available(o.deployment, ptr.Deref(o.deployment.Spec.Replicas, 1), previous), cr.GetGeneration())
+			ready, _ = remote.Conditions(readiness.Available(o.deployment, readiness.Wanted(o.deployment), previous), cr.GetGeneration())
 		}
 		cr.SetConditions(ready, available)
 		cr.Status.AtProvider = atProvider(o.deployment, render.Memcached{Name: name, Namespace: namespace})
@@ -90,7 +90,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	cr.SetConditions(remote.Conditions(readiness.Available(o.deployment, m.Size, previous), cr.GetGeneration()))
+	cr.SetConditions(remote.Conditions(readiness.Available(o.deployment, readiness.Wanted(render.Deployment(m)), previous), cr.GetGeneration()))
 	cr.Status.AtProvider = atProvider(o.deployment, m)
 	return managed.ExternalObservation{
 		ResourceExists:    o.exists(),
@@ -294,6 +294,7 @@ func atProvider(d *appsv1.Deployment, m render.Memcached) v1alpha1.InstanceObser
 	}
 	if m.Namespace != "" {
 		o.Endpoint = render.Endpoint(m)
+		o.Selector = labels.SelectorFromSet(render.SelectorLabels(m)).String()
 	}
 	return o
 }

@@ -184,7 +184,7 @@ func rollout(available int32) func(*testing.T, client.Client) {
 func apiServerDefaults(t *testing.T, c client.Client) {
 	t.Helper()
 	edit("kube-apiserver", func(d *appsv1.Deployment) {
-		d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+		d.Annotations["deployment.kubernetes.io/revision"] = "1"
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 		p := &d.Spec.Template.Spec
 		p.RestartPolicy, p.DNSPolicy, p.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, "default-scheduler"
@@ -235,6 +235,7 @@ func TestObserve(t *testing.T) {
 	atProvider := func(replicas, available int32) v1alpha1.InstanceObservation {
 		o := v1alpha1.InstanceObservation{}
 		o.Replicas, o.AvailableReplicas, o.Endpoint = replicas, available, endpoint
+		o.Selector = "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
 		return o
 	}
 	invalid := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"
@@ -265,7 +266,7 @@ func TestObserve(t *testing.T) {
 			want: want{
 				o:      managed.ExternalObservation{ConnectionDetails: details},
 				diff:   []string{"Deployment team-a/sessions: does not exist", "Service team-a/sessions: does not exist", "PodDisruptionBudget team-a/sessions: does not exist"},
-				status: status(atProvider(0, 0), conditions(readiness.Available(nil, 3, ""))...),
+				status: status(atProvider(0, 0), conditions(readiness.Available(nil, readiness.Want{Replicas: 3}, ""))...),
 			},
 		},
 		"UpToDate": {
