@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +70,9 @@ func TestRender(t *testing.T) {
 		objects    []string
 		replicas   int64
 		secretData []string
+		// auth is the auth file the function keeps (from observed.yaml); empty to check
+		// only that one was generated.
+		auth string
 	}
 	cases := map[string]struct {
 		reason string
@@ -80,8 +85,10 @@ func TestRender(t *testing.T) {
 			want: want{
 				status:    map[string]any{"replicas": int64(3), "availableReplicas": int64(3), "endpoint": "sessions.team-a.svc.cluster.local:11211"},
 				available: "True", reason: "Available",
-				objects:  []string{"Deployment/team-a/sessions", "PodDisruptionBudget/team-a/sessions", "Service/team-a/sessions"},
+				objects: []string{"Deployment/team-a/sessions", "NetworkPolicy/team-a/sessions", "PodDisruptionBudget/team-a/sessions",
+					"Secret/team-a/sessions-auth", "Service/team-a/sessions"},
 				replicas: 3,
+				auth:     "memcached:7xQ2mLkP9vRtWz4Nb8Hc6Yd3Jf5Gs1Ae\n",
 			},
 		},
 		"ClaimFirstCreate": {
@@ -90,7 +97,8 @@ func TestRender(t *testing.T) {
 			want: want{
 				status:    map[string]any{"replicas": int64(0), "availableReplicas": int64(0), "endpoint": "sessions.team-a.svc.cluster.local:11211"},
 				available: "False", reason: "Creating",
-				objects:  []string{"Deployment/team-a/sessions", "PodDisruptionBudget/team-a/sessions", "Service/team-a/sessions"},
+				objects: []string{"Deployment/team-a/sessions", "NetworkPolicy/team-a/sessions", "PodDisruptionBudget/team-a/sessions",
+					"Secret/team-a/sessions-auth", "Service/team-a/sessions"},
 				replicas: 3,
 			},
 		},
@@ -100,8 +108,8 @@ func TestRender(t *testing.T) {
 			want: want{
 				status:    map[string]any{"replicas": int64(0), "availableReplicas": int64(0), "endpoint": "orders.team-b.svc.cluster.local:11211"},
 				available: "False", reason: "Creating",
-				objects: []string{"Deployment/team-b/orders", "PodDisruptionBudget/team-b/orders", "Secret/team-b/orders-connection",
-					"Service/team-b/orders"},
+				objects: []string{"Deployment/team-b/orders", "NetworkPolicy/team-b/orders", "PodDisruptionBudget/team-b/orders",
+					"Secret/team-b/orders-connection", "Service/team-b/orders"},
 				replicas:   2,
 				secretData: []string{"endpoint", "host", "port"},
 			},
@@ -149,6 +157,16 @@ func TestRender(t *testing.T) {
 					}
 				case "Secret":
 					data, _, _ := unstructured.NestedMap(d.Object, "data")
+					if d.GetName() == "sessions-auth" {
+						file, _ := base64.StdEncoding.DecodeString(fmt.Sprint(data["auth-file"]))
+						if tc.want.auth != "" && string(file) != tc.want.auth {
+							t.Errorf("%s\nauth Secret: want the observed credentials %q kept, got %q", tc.reason, tc.want.auth, file)
+						}
+						if !strings.HasPrefix(string(file), "memcached:") || len(file) != len("memcached:")+32+1 {
+							t.Errorf("%s\nauth Secret: want user memcached and a 32-character password, got %q", tc.reason, file)
+						}
+						continue
+					}
 					var keys []string
 					for _, k := range []string{"endpoint", "host", "port"} {
 						if _, ok := data[k]; ok {

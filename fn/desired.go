@@ -1,12 +1,16 @@
 package fn
 
 import (
+	"encoding/json"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -37,13 +41,44 @@ type rendered struct {
 	want readiness.Want
 }
 
-// renderKey identifies a rendering. render.Memcached is comparable except for its CPU
-// quantities, which are pointers; their canonical strings stand in for them.
+// renderKey identifies a rendering. render.Memcached is comparable except for its pointers
+// (CPU quantities, auth, TLS, network policy, scheduling), whose canonical strings stand in for
+// them.
 type renderKey struct {
 	m                    render.Memcached
 	cpuRequest, cpuLimit string
+	security             string
 	namespaced           bool
 	placement            cachev1alpha1.ProviderConfigReference
+}
+
+// securityKey is a canonical string of m's auth, TLS, network policy and scheduling: cheap for
+// what most Memcacheds have (a NetworkPolicy admitting their own namespace), JSON for
+// selectors and tolerations.
+func securityKey(m render.Memcached) string {
+	if m.Auth == nil && m.TLS == nil && m.NetworkPolicy == nil && m.Scheduling == nil {
+		return ""
+	}
+	var b strings.Builder
+	if a := m.Auth; a != nil {
+		b.WriteString("a\x00" + a.Username + "\x00" + a.Password + "\x00")
+	}
+	if t := m.TLS; t != nil {
+		b.WriteString("t\x00" + t.SecretName + "\x00" + t.Digest + "\x00" + t.CA + "\x00")
+	}
+	if n := m.NetworkPolicy; n != nil {
+		b.WriteString("n\x00" + n.MonitoringNamespace + "\x00")
+		if n.AllowedNamespaces != nil {
+			j, _ := json.Marshal(n.AllowedNamespaces) // A typed selector always encodes.
+			b.Write(j)
+		}
+	}
+	if sc := m.Scheduling; sc != nil {
+		j, _ := json.Marshal(sc) // Typed maps and slices always encode.
+		b.WriteString("\x00s\x00")
+		b.Write(j)
+	}
+	return b.String()
 }
 
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
@@ -56,7 +91,8 @@ type renderCache struct {
 }
 
 func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
-	k := renderKey{m: m, namespaced: namespaced}
+	k := renderKey{m: m, namespaced: namespaced, security: securityKey(m)}
+	k.m.Auth, k.m.TLS, k.m.NetworkPolicy, k.m.Scheduling = nil, nil, nil, nil
 	if placement != nil {
 		k.placement = *placement
 	}
@@ -124,15 +160,15 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		if err != nil {
 			return nil, err
 		}
-		if r.objects[keyOf(o)], err = structpb.NewStruct(u.Object); err != nil {
+		if r.objects[keyOf(o, m)], err = structpb.NewStruct(u.Object); err != nil {
 			return nil, errors.Wrapf(err, "cannot render %s %q", u.GetKind(), u.GetName())
 		}
 	}
 	return r, nil
 }
 
-// keyOf is the composed resource name of a rendered object.
-func keyOf(o render.Object) string {
+// keyOf is the composed resource name of an object rendered for m.
+func keyOf(o render.Object, m render.Memcached) string {
 	switch o.(type) {
 	case *appsv1.Deployment:
 		return KeyDeployment
@@ -140,7 +176,14 @@ func keyOf(o render.Object) string {
 		return KeyService
 	case *policyv1.PodDisruptionBudget:
 		return KeyPDB
+	case *networkingv1.NetworkPolicy:
+		return KeyNetworkPolicy
+	case *unstructured.Unstructured:
+		return KeyServiceMonitor
 	case *corev1.Secret:
+		if o.GetName() == render.AuthSecretName(m) {
+			return KeyAuthSecret
+		}
 		return KeyConnectionSecret
 	default:
 		return KeyInstance

@@ -44,10 +44,17 @@ const (
 	// KeyInstance is the Instance of the Memcached provider composed instead of the
 	// Deployment, Service and PodDisruptionBudget when the Memcached runs in another cluster.
 	KeyInstance = "memcached-instance"
+	// KeyAuthSecret is the Secret holding the credentials, with auth on.
+	KeyAuthSecret = "memcached-auth-secret"
+	// KeyNetworkPolicy is the NetworkPolicy admitting clients.
+	KeyNetworkPolicy = "memcached-networkpolicy"
+	// KeyServiceMonitor is the Prometheus Operator's ServiceMonitor, when the Input asks.
+	KeyServiceMonitor = "memcached-servicemonitor"
 )
 
 // ownKeys are the composed resources the function may desire, in a fixed order.
-var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance}
+var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance,
+	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor}
 
 // ResponseTTL is how long Crossplane may rely on a response. With realtime compositions an XR
 // is reconciled when it or a composed resource changes, and everything this function reads is
@@ -70,18 +77,20 @@ const (
 type Function struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
 
-	log     logging.Logger
-	inputs  settingsCache
-	renders renderCache
+	log         logging.Logger
+	inputs      settingsCache
+	renders     renderCache
+	credentials *credentialStore
 }
 
 // New returns a Function that logs to log. Per-call logs are at debug level only, so a busy
 // control plane does not log a line per reconcile.
 func New(log logging.Logger) *Function {
 	return &Function{
-		log:     log,
-		inputs:  settingsCache{m: map[string]settingsEntry{}},
-		renders: renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
+		log:         log,
+		inputs:      settingsCache{m: map[string]settingsEntry{}},
+		renders:     renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
+		credentials: newCredentialStore(),
 	}
 }
 
@@ -120,9 +129,10 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		str(xr, "metadata", "labels", LabelClaimName), str(xr, "metadata", "labels", LabelClaimNamespace))
 	m := render.Memcached{Name: t.name, Namespace: t.namespace}
 	var placement *cachev1alpha1.ProviderConfigReference
+	var spec *cachev1alpha1.XMemcachedSpec
 	if len(errs) == 0 {
 		var resolved render.Memcached
-		if resolved, placement, errs = resolveSpec(xr, t, settings); len(errs) == 0 {
+		if resolved, placement, spec, errs = resolveSpec(xr, t, settings); len(errs) == 0 {
 			m = resolved
 		}
 	}
@@ -136,13 +146,45 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	desired := rsp.Desired.Resources
 	prevReason, prevMessage := condition(xr, ConditionAvailable)
 
+	// TLS needs the Secret the spec names, which Crossplane fetches for the next call when
+	// this one asks for it. Until then nothing is decided: this call's response is not the
+	// one Crossplane applies, and holding what runs keeps it harmless all the same.
+	if name := tlsSecretName(spec); name != "" && placement == nil {
+		secret, fetched := requireTLSSecret(rsp, req, name, t.namespace)
+		if !fetched {
+			if _, holding := hold(desired, observed, od, oi, nil); !holding {
+				composite(rsp).Ready = fnv1.Ready_READY_FALSE
+			}
+			return rsp, nil
+		}
+		served, terrs := resolve.TLSSecret(field.NewPath("spec", "tls", "secretName"), name, m.Namespace, secret)
+		if errs = append(errs, terrs...); len(errs) == 0 {
+			m.TLS = served
+		}
+	}
+	if len(errs) == 0 && m.Auth != nil {
+		a, err := f.credentials.get(credentialKey(xr, t), observed[KeyAuthSecret].GetResource())
+		if err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
+		m.Auth = &a
+	}
+
 	var cond readiness.Condition
 	var r *rendered
 	if len(errs) > 0 {
 		var holding bool
 		cond, holding = hold(desired, observed, od, oi, errs)
-		// Nothing rendered, yet the endpoint is known when the target is.
+		// Nothing rendered, yet the endpoint is known when the target is, and the
+		// credentials of what runs stay in the connection details.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+		if o := observed[KeyAuthSecret].GetResource(); o != nil {
+			if a, ok := resolve.Credentials(secretData(o, render.ConnectionUsername, render.ConnectionPassword)); ok {
+				r.connection[render.ConnectionUsername] = []byte(a.Username)
+				r.connection[render.ConnectionPassword] = []byte(a.Password)
+			}
+		}
 		if !holding {
 			// Nothing of this Memcached runs, and Crossplane would count zero unready
 			// composed resources as a ready XR.
@@ -235,17 +277,32 @@ func observedReplicas(elsewhere bool, od *appsv1.Deployment, oi *memcachedv1alph
 	return 0, 0
 }
 
-// resolveSpec resolves the XR's spec: the Memcached, and where it runs (nil for this
-// cluster).
-func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
+// resolveSpec resolves the XR's spec: the Memcached, where it runs (nil for this cluster),
+// and the spec as decoded (nil when it is not an object).
+func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, *cachev1alpha1.XMemcachedSpec, field.ErrorList) {
 	spec, errs := decodeSpec(xr, s)
 	if spec == nil {
-		return render.Memcached{}, nil, errs
+		return render.Memcached{}, nil, nil, errs
 	}
 	root := field.NewPath("spec")
 	m, merrs := resolve.Memcached(root, spec.MemcachedSpec, t.name, t.namespace, s)
 	p, perrs := resolve.Placement(root.Child("providerConfigRef"), spec.ProviderConfigRef, s)
-	return m, p, append(append(errs, merrs...), perrs...)
+	errs = append(append(errs, merrs...), perrs...)
+	if p != nil && len(merrs) == 0 {
+		var rerrs field.ErrorList
+		m, rerrs = resolve.Remote(root, spec.MemcachedSpec, m, s)
+		errs = append(errs, rerrs...)
+	}
+	return m, p, spec, errs
+}
+
+// credentialKey identifies a Memcached's credentials until its auth Secret is observed: its
+// XR's UID, or, for an XR without one (a fixture, `crossplane render`), where it runs.
+func credentialKey(xr *structpb.Struct, t targetInfo) string {
+	if uid := str(xr, "metadata", "uid"); uid != "" {
+		return uid
+	}
+	return t.namespace + "/" + t.name
 }
 
 // targetInfo says where a Memcached's objects live and what they are called.

@@ -28,7 +28,9 @@ import (
 // The Instance has no name: Crossplane names composed resources itself. The caller may set
 // one, and spec.writeConnectionSecretToRef for a connection Secret (endpoint, host, port).
 // One thing cannot be carried: m.ExporterImage, which has no field in the claim's spec; the
-// provider uses its own default exporter image.
+// provider uses its own default exporter image. m has been through resolve.Remote, so it has
+// no authentication, TLS or NetworkPolicy, and the Instance says so explicitly, whatever the
+// provider's own defaults.
 //
 // The provider applies its built-in policy (at most 3 replicas, 1024 MB, any registry) to
 // the Instance too, so an m the caller's policy allows beyond those limits is reported as
@@ -42,6 +44,17 @@ func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.In
 		Threads:          ptr.To(m.Threads),
 		HighAvailability: &cachev1alpha1.HighAvailability{Enabled: ptr.To(m.HighAvailability)},
 		Metrics:          &cachev1alpha1.Metrics{Enabled: ptr.To(m.Metrics)},
+		Auth:             &cachev1alpha1.Auth{Enabled: ptr.To(false)},
+		NetworkPolicy:    &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(false)},
+	}
+	if m.MaxItemSizeMB > 0 {
+		spec.MaxItemSizeMB = ptr.To(m.MaxItemSizeMB)
+	}
+	if sc := m.Scheduling; sc != nil {
+		spec.Scheduling = &cachev1alpha1.Scheduling{NodeSelector: sc.NodeSelector, PriorityClassName: sc.PriorityClassName}
+		for _, t := range sc.Tolerations {
+			spec.Scheduling.Tolerations = append(spec.Scheduling.Tolerations, *t.DeepCopy())
+		}
 	}
 	if m.CPURequest != nil || m.CPULimit != nil {
 		spec.Resources = &cachev1alpha1.CPUResources{}
@@ -80,7 +93,14 @@ func Memcached(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, fiel
 		return render.Memcached{}, field.ErrorList{field.Required(root.Child("namespace"),
 			"the namespace of the target cluster to run Memcached in")}
 	}
-	return resolve.Memcached(root, i.Spec.ForProvider.MemcachedSpec, name, namespace, s)
+	m, errs := resolve.Memcached(root, i.Spec.ForProvider.MemcachedSpec, name, namespace, s)
+	if len(errs) > 0 {
+		return render.Memcached{}, errs
+	}
+	if m, errs = resolve.Remote(root, i.Spec.ForProvider.MemcachedSpec, m, s); len(errs) > 0 {
+		return render.Memcached{}, errs
+	}
+	return m, nil
 }
 
 // Conditions express an Available verdict as the Instance's conditions: Crossplane's Ready

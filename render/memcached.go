@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Well-known ports and identities of a rendered Memcached.
@@ -24,6 +26,13 @@ const (
 	ContainerName = "memcached"
 	// ExporterContainerName is the exporter sidecar's name.
 	ExporterContainerName = "exporter"
+	// AuthProxyContainerName is the auth proxy sidecar's name.
+	AuthProxyContainerName = "auth-proxy"
+	// LoopbackPort is memcached's plaintext listener on 127.0.0.1 when it serves TLS on Port:
+	// only containers of the same pod (the exporter, the auth proxy) reach it.
+	LoopbackPort = 11212
+	// AuthProxyPort is where the auth proxy listens, on 127.0.0.1, for the exporter.
+	AuthProxyPort = 11213
 )
 
 // Memcached is a fully resolved Memcached: validated, with every default applied. The
@@ -50,6 +59,57 @@ type Memcached struct {
 	// Metrics adds the exporter sidecar, using ExporterImage.
 	Metrics       bool
 	ExporterImage string
+	// MaxItemSizeMB is memcached's largest item in megabytes; 0 leaves memcached's default
+	// (1 MB).
+	MaxItemSizeMB int32
+	// Auth, when set, makes every client authenticate with its credentials.
+	Auth *Auth
+	// AuthProxyImage is the image of the sidecar that authenticates the exporter's
+	// connections, used when Auth and Metrics are both on.
+	AuthProxyImage string
+	// TLS, when set, makes memcached serve TLS only, with the certificate of a Secret.
+	TLS *TLS
+	// NetworkPolicy, when set, admits clients from the Memcached's own namespace and the
+	// namespaces it selects only.
+	NetworkPolicy *NetworkAccess
+	// Scheduling, when set, constrains the nodes replicas run on.
+	Scheduling *Scheduling
+	// ServiceMonitor composes a Prometheus Operator ServiceMonitor when Metrics is on.
+	ServiceMonitor bool
+}
+
+// Auth are the credentials clients authenticate with.
+type Auth struct {
+	Username, Password string
+}
+
+// TLS is what memcached serves TLS with.
+type TLS struct {
+	// SecretName is the kubernetes.io/tls Secret mounted into the pods.
+	SecretName string
+	// Digest is a digest of the certificate chain and key: a renewed certificate changes the
+	// pod template, so replicas restart and read it (memcached reads it at start only).
+	Digest string
+	// CA is the Secret's ca.crt, handed on to clients in the connection details; empty when
+	// the Secret has none.
+	CA string
+}
+
+// NetworkAccess is who may connect to a Memcached, which NetworkPolicy renders.
+type NetworkAccess struct {
+	// AllowedNamespaces selects the namespaces whose pods may connect to memcached, beside
+	// the Memcached's own; nil admits the own namespace only.
+	AllowedNamespaces *metav1.LabelSelector
+	// MonitoringNamespace is the namespace whose pods may reach the metrics port; empty
+	// admits none.
+	MonitoringNamespace string
+}
+
+// Scheduling constrains the nodes a Memcached's pods run on.
+type Scheduling struct {
+	NodeSelector      map[string]string
+	Tolerations       []corev1.Toleration
+	PriorityClassName string
 }
 
 // Host is the DNS name of the headless Service, which resolves to every ready replica.
@@ -62,13 +122,37 @@ func Endpoint(m Memcached) string {
 	return Host(m) + ":" + strconv.Itoa(Port)
 }
 
-// ConnectionDetails are the keys an application reads from its connection Secret.
+// Connection detail keys beside endpoint, host and port.
+const (
+	// ConnectionUsername and ConnectionPassword are the credentials, with auth on.
+	ConnectionUsername = "username"
+	ConnectionPassword = "password"
+	// ConnectionTLS is "true" when memcached serves TLS only.
+	ConnectionTLS = "tls"
+	// ConnectionCA is the CA certificate that signed memcached's, when the TLS Secret has one.
+	ConnectionCA = "ca.crt"
+)
+
+// ConnectionDetails are the keys an application reads from its connection Secret: endpoint,
+// host and port, the credentials when auth is on, and, with TLS, tls: "true" and the CA to
+// verify memcached's certificate with when the TLS Secret holds one.
 func ConnectionDetails(m Memcached) map[string][]byte {
-	return map[string][]byte{
+	cd := map[string][]byte{
 		"endpoint": []byte(Endpoint(m)),
 		"host":     []byte(Host(m)),
 		"port":     []byte(strconv.Itoa(Port)),
 	}
+	if m.Auth != nil {
+		cd[ConnectionUsername] = []byte(m.Auth.Username)
+		cd[ConnectionPassword] = []byte(m.Auth.Password)
+	}
+	if m.TLS != nil {
+		cd[ConnectionTLS] = []byte("true")
+		if m.TLS.CA != "" {
+			cd[ConnectionCA] = []byte(m.TLS.CA)
+		}
+	}
+	return cd
 }
 
 // MemoryMiB is the container memory request and limit: the cache itself, plus 10% (at least

@@ -29,12 +29,16 @@ const ConnectionSecretType corev1.SecretType = "connection.crossplane.io/v1alpha
 // Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
 // Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
 // seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
-// it needs no writable path.
+// it needs no writable path; the credentials and certificate it reads are Secrets mounted
+// read-only, readable by its group only.
 func Deployment(m Memcached) *appsv1.Deployment {
 	selector := SelectorLabels(m)
 	containers := []corev1.Container{memcachedContainer(m)}
 	if m.Metrics {
 		containers = append(containers, exporterContainer(m))
+		if m.Auth != nil {
+			containers = append(containers, authProxyContainer(m))
+		}
 	}
 	pod := corev1.PodSpec{
 		Containers:                   containers,
@@ -46,6 +50,12 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			RunAsGroup:     ptr.To[int64](UID),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
+		Volumes: volumes(m),
+	}
+	if len(pod.Volumes) > 0 {
+		// Secret files are owned by root and this group, mode 0440: memcached's group reads
+		// them, no one else does, and no one writes them.
+		pod.SecurityContext.FSGroup = ptr.To[int64](UID)
 	}
 	if m.HighAvailability {
 		pod.Affinity = antiAffinity(selector)
@@ -55,6 +65,11 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			WhenUnsatisfiable: corev1.ScheduleAnyway,
 			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
 		}}
+	}
+	if s := m.Scheduling; s != nil {
+		pod.NodeSelector = s.NodeSelector
+		pod.Tolerations = s.Tolerations
+		pod.PriorityClassName = s.PriorityClassName
 	}
 	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -73,7 +88,7 @@ func Deployment(m Memcached) *appsv1.Deployment {
 				},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(m)},
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(m), Annotations: podAnnotations(m)},
 				Spec:       pod,
 			},
 		},
@@ -154,6 +169,13 @@ func objectMeta(m Memcached, name string) metav1.ObjectMeta {
 }
 
 func memcachedContainer(m Memcached) corev1.Container {
+	args := []string{
+		"--memory-limit=" + strconv.Itoa(int(m.MemoryLimitMB)),
+		"--conn-limit=" + strconv.Itoa(int(m.MaxConnections)),
+		"--threads=" + strconv.Itoa(int(m.Threads)),
+		"--port=" + strconv.Itoa(Port),
+	}
+	args = append(args, memcachedArgs(m)...)
 	mem := resource.MustParse(strconv.FormatInt(MemoryMiB(m), 10) + "Mi")
 	res := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceMemory: mem},
@@ -175,16 +197,12 @@ func memcachedContainer(m Memcached) corev1.Container {
 		}
 	}
 	return corev1.Container{
-		Name:    ContainerName,
-		Image:   m.Image,
-		Command: []string{"memcached"},
-		Args: []string{
-			"--memory-limit=" + strconv.Itoa(int(m.MemoryLimitMB)),
-			"--conn-limit=" + strconv.Itoa(int(m.MaxConnections)),
-			"--threads=" + strconv.Itoa(int(m.Threads)),
-			"--port=" + strconv.Itoa(Port),
-		},
+		Name:            ContainerName,
+		Image:           m.Image,
+		Command:         []string{"memcached"},
+		Args:            args,
 		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts:    volumeMounts(m),
 		Resources:       res,
 		ReadinessProbe:  probe(0),
 		LivenessProbe:   probe(10),
@@ -198,7 +216,7 @@ func exporterContainer(m Memcached) corev1.Container {
 	return corev1.Container{
 		Name:  ExporterContainerName,
 		Image: m.ExporterImage,
-		Args:  []string{"--memcached.address=localhost:" + strconv.Itoa(Port)},
+		Args:  []string{"--memcached.address=" + exporterTarget(m)},
 		Ports: []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
@@ -242,13 +260,24 @@ type Object interface {
 	metav1.Object
 }
 
-// Objects are the objects that run m, in apply order: the Deployment, the Service and, when
-// m needs one, the PodDisruptionBudget. The function composes them and the provider applies
+// Objects are the objects that run m, in apply order: the auth Secret the pods mount (with
+// auth on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
+// NetworkPolicy and the ServiceMonitor. The function composes them and the provider applies
 // them, so both run exactly the same set.
 func Objects(m Memcached) []Object {
-	objs := []Object{Deployment(m), Service(m)}
+	var objs []Object
+	if m.Auth != nil {
+		objs = append(objs, AuthSecret(m))
+	}
+	objs = append(objs, Deployment(m), Service(m))
 	if NeedsPodDisruptionBudget(m) {
 		objs = append(objs, PodDisruptionBudget(m))
+	}
+	if m.NetworkPolicy != nil {
+		objs = append(objs, NetworkPolicy(m))
+	}
+	if NeedsServiceMonitor(m) {
+		objs = append(objs, ServiceMonitor(m))
 	}
 	return objs
 }

@@ -68,6 +68,17 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 		errs = append(errs, field.Invalid(res.Child("limits", "cpu"), m.CPULimit.String(),
 			"must be at least resources.requests.cpu ("+m.CPURequest.String()+")"))
 	}
+	if v := spec.MaxItemSizeMB; v != nil {
+		// memcached refuses an item size above half of its cache.
+		if hi := min(MaxItemSizeMB, int64(m.MemoryLimitMB)/2); int64(*v) < 1 || int64(*v) > hi {
+			errs = append(errs, field.Invalid(root.Child("maxItemSizeMB"), int64(*v),
+				fmt.Sprintf("must be an integer between 1 and %d (at most %d, and at most half of memoryLimitMB, %d)", hi, MaxItemSizeMB, m.MemoryLimitMB)))
+		} else {
+			m.MaxItemSizeMB = *v
+		}
+	}
+	errs = append(errs, security(root, spec, &m, s)...)
+	errs = append(errs, scheduling(root.Child("scheduling"), spec.Scheduling, &m, s)...)
 	if len(errs) > 0 {
 		return render.Memcached{}, errs
 	}
@@ -118,6 +129,8 @@ func (s Settings) Rule(path string) string {
 		return between(1, MaxThreads, "")
 	case "resources.requests.cpu", "resources.limits.cpu":
 		return ruleCPU
+	case "maxItemSizeMB":
+		return between(1, MaxItemSizeMB, "") + ", and at most half of memoryLimitMB"
 	}
 	return ""
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -36,7 +38,7 @@ func TestMemcached(t *testing.T) {
 	base := render.Memcached{
 		Name: "sessions", Namespace: "team-a", Size: 1, Image: DefaultImage, MemoryLimitMB: 64,
 		MaxConnections: 1024, Threads: 4, CPURequest: ptr.To(resource.MustParse("100m")),
-		HighAvailability: true, ExporterImage: DefaultExporterImage,
+		HighAvailability: true, ExporterImage: DefaultExporterImage, NetworkPolicy: &render.NetworkAccess{},
 	}
 	with := func(f func(*render.Memcached)) render.Memcached {
 		m := base
@@ -219,7 +221,7 @@ func TestResolveReadsEveryAPIField(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeFor[v1alpha1.MemcachedSpec](), nil)
-	if leaves < 9 {
+	if leaves < 18 {
 		t.Fatalf("found only %d leaf fields in MemcachedSpec", leaves)
 	}
 }
@@ -234,6 +236,15 @@ func sampleValues(t reflect.Type) []reflect.Value {
 		return []reflect.Value{reflect.ValueOf("2")}
 	case reflect.Bool:
 		return []reflect.Value{reflect.ValueOf(true), reflect.ValueOf(false)}
+	case reflect.Map:
+		// A label both a node selector and a namespace selector may use.
+		return []reflect.Value{reflect.ValueOf(map[string]string{corev1.LabelMetadataName: "web"})}
+	}
+	switch t {
+	case reflect.TypeFor[[]corev1.Toleration]():
+		return []reflect.Value{reflect.ValueOf([]corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}})}
+	case reflect.TypeFor[[]metav1.LabelSelectorRequirement]():
+		return []reflect.Value{reflect.ValueOf([]metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}})}
 	}
 	panic("no sample values for " + t.String())
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -45,6 +47,15 @@ const (
 	MaxThreads     = 64
 	// DefaultCPURequest is a modest guaranteed share; memcached is rarely CPU-bound.
 	DefaultCPURequest = "100m"
+	// DefaultAuth is off: turning authentication on for running caches locks out every
+	// client without credentials, so it must be the platform team's explicit choice.
+	DefaultAuth = false
+	// DefaultNetworkPolicy is on: no pod outside a claim's namespace reaches its Memcached
+	// unless the claim says so.
+	DefaultNetworkPolicy = true
+	// MaxItemSizeMB bounds spec.maxItemSizeMB; memcached also refuses more than half of the
+	// cache.
+	MaxItemSizeMB = 128
 )
 
 // Settings are the Input with every default applied and checked.
@@ -60,6 +71,23 @@ type Settings struct {
 	// PodDiagnostics lets the function ask for a Memcached's pods to explain why replicas
 	// are not available.
 	PodDiagnostics bool
+
+	// Auth is spec.auth.enabled for claims that do not set it; RequireAuth refuses false.
+	Auth, RequireAuth bool
+	// AuthProxyImage is the auth proxy sidecar's image; empty when the platform named none.
+	AuthProxyImage string
+	// NetworkPolicy is spec.networkPolicy.enabled for claims that do not set it;
+	// RequireNetworkPolicy refuses false.
+	NetworkPolicy, RequireNetworkPolicy bool
+	// AllowedNamespaceLabels are the namespace label keys a claim's allowedNamespaces may
+	// select on; empty allows none.
+	AllowedNamespaceLabels []string
+	// MonitoringNamespace may reach the metrics port; empty means no other namespace.
+	MonitoringNamespace string
+	// ServiceMonitor composes a ServiceMonitor for claims with metrics on.
+	ServiceMonitor bool
+	// AllowedPriorityClasses, when set, are the only PriorityClasses claims may name.
+	AllowedPriorityClasses []string
 }
 
 // NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
@@ -77,6 +105,21 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		MaxMemoryLimitMB:  int64(ptr.Deref(in.Policy.MaxMemoryLimitMB, DefaultMaxMemoryLimitMB)),
 		AllowedRegistries: in.Policy.AllowedRegistries,
 		PodDiagnostics:    ptr.Deref(in.Diagnostics.Pods, true),
+
+		RequireAuth:            in.Policy.RequireAuth,
+		AuthProxyImage:         in.Defaults.AuthProxyImage,
+		RequireNetworkPolicy:   in.Policy.RequireNetworkPolicy,
+		AllowedNamespaceLabels: in.Policy.NetworkPolicy.AllowedNamespaceLabels,
+		MonitoringNamespace:    in.Metrics.MonitoringNamespace,
+		ServiceMonitor:         in.Metrics.ServiceMonitor,
+		AllowedPriorityClasses: in.Policy.AllowedPriorityClasses,
+	}
+	// Built-in defaults yield to a policy that requires more; a default the platform team
+	// wrote does not, and is checked against its policy below.
+	s.Auth = ptr.Deref(in.Defaults.Auth.Enabled, DefaultAuth || s.RequireAuth)
+	s.NetworkPolicy = ptr.Deref(in.Defaults.NetworkPolicy.Enabled, DefaultNetworkPolicy || s.RequireNetworkPolicy)
+	if s.AllowedNamespaceLabels == nil {
+		s.AllowedNamespaceLabels = []string{corev1.LabelMetadataName}
 	}
 	// The built-in cache size yields to a smaller policy maximum; a default the platform team
 	// wrote does not, and is checked against it below.
@@ -110,10 +153,52 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 	}
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "image"), s.Image)...)
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "exporterImage"), s.ExporterImage)...)
+	if s.AuthProxyImage != "" {
+		errs = append(errs, s.checkImage(field.NewPath("defaults", "authProxyImage"), s.AuthProxyImage)...)
+	}
+	errs = append(errs, s.checkSecurity()...)
 	if len(errs) > 0 {
 		return Settings{}, errors.Wrap(errs.ToAggregate(), "invalid function Input")
 	}
 	return s, nil
+}
+
+// checkSecurity reports Input fields of authentication, network policy, metrics and
+// scheduling that no claim could satisfy or that are not valid Kubernetes names.
+func (s Settings) checkSecurity() field.ErrorList {
+	var errs field.ErrorList
+	if s.RequireAuth && !s.Auth {
+		errs = append(errs, field.Invalid(field.NewPath("defaults", "auth", "enabled"), false, "must be true (policy.requireAuth)"))
+	}
+	if s.RequireAuth && s.ProviderConfigRef != nil {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "requireAuth"), true,
+			"cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have authentication yet"))
+	}
+	if s.RequireNetworkPolicy && s.ProviderConfigRef != nil {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "requireNetworkPolicy"), true,
+			"cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have a NetworkPolicy yet"))
+	}
+	if s.RequireNetworkPolicy && !s.NetworkPolicy {
+		errs = append(errs, field.Invalid(field.NewPath("defaults", "networkPolicy", "enabled"), false, "must be true (policy.requireNetworkPolicy)"))
+	}
+	for i, k := range s.AllowedNamespaceLabels {
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("policy", "networkPolicy", "allowedNamespaceLabels").Index(i), k,
+				"must be a label key: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if ns := s.MonitoringNamespace; ns != "" {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("metrics", "monitoringNamespace"), ns, "must be a namespace name: "+strings.Join(msgs, "; ")))
+		}
+	}
+	for i, pc := range s.AllowedPriorityClasses {
+		if msgs := validation.IsDNS1123Subdomain(pc); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedPriorityClasses").Index(i), pc,
+				"must be a PriorityClass name: "+strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
 }
 
 // checkImage reports an image that is not a valid reference or whose registry the policy

@@ -28,6 +28,24 @@ type Input struct {
 	// available.
 	// +optional
 	Diagnostics Diagnostics `json:"diagnostics,omitempty"`
+
+	// Metrics configure who may scrape a Memcached's exporter, and how.
+	// +optional
+	Metrics MetricsSettings `json:"metrics,omitempty"`
+}
+
+// MetricsSettings configure the scraping of the exporter sidecar of claims with metrics on.
+type MetricsSettings struct {
+	// MonitoringNamespace is the namespace whose pods (Prometheus) may reach the metrics
+	// port through the NetworkPolicy. Unset means no pod outside the Memcached's own may.
+	// +optional
+	MonitoringNamespace string `json:"monitoringNamespace,omitempty"`
+
+	// ServiceMonitor composes a Prometheus Operator ServiceMonitor (monitoring.coreos.com/v1)
+	// for every claim with metrics on. Off by default: the ServiceMonitor CRD must be
+	// installed, or Crossplane cannot compose it.
+	// +optional
+	ServiceMonitor bool `json:"serviceMonitor,omitempty"`
 }
 
 // Diagnostics configure what the function reads beyond its composed resources.
@@ -62,6 +80,37 @@ type Defaults struct {
 	// ProviderConfig of the Memcached provider reaches, through a composed Instance.
 	// +optional
 	ProviderConfigRef *cachev1alpha1.ProviderConfigReference `json:"providerConfigRef,omitempty"`
+
+	// Auth is the default of a claim's spec.auth.
+	// +optional
+	Auth AuthDefaults `json:"auth,omitempty"`
+
+	// NetworkPolicy is the default of a claim's spec.networkPolicy.
+	// +optional
+	NetworkPolicy NetworkPolicyDefaults `json:"networkPolicy,omitempty"`
+
+	// AuthProxyImage is the image of the memcached-auth-proxy sidecar (built by this
+	// repository: make auth-proxy-image, make push), through which the exporter reaches a
+	// memcached that requires authentication, since the exporter cannot authenticate. Claims
+	// with both auth and metrics need it.
+	// +optional
+	AuthProxyImage string `json:"authProxyImage,omitempty"`
+}
+
+// AuthDefaults are the defaults of a claim's authentication.
+type AuthDefaults struct {
+	// Enabled is spec.auth.enabled for claims that do not set it. False unless set: turning
+	// authentication on locks out every client of a running Memcached that has no
+	// credentials, so it is the platform team's explicit choice.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// NetworkPolicyDefaults are the defaults of a claim's NetworkPolicy.
+type NetworkPolicyDefaults struct {
+	// Enabled is spec.networkPolicy.enabled for claims that do not set it. True unless set.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Policy bounds the claims a platform accepts.
@@ -80,4 +129,33 @@ type Policy struct {
 	// example "docker.io" or "registry.example.com:5000". Empty allows any registry.
 	// +optional
 	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
+
+	// RequireAuth refuses claims that turn authentication off (spec.auth.enabled: false).
+	// +optional
+	RequireAuth bool `json:"requireAuth,omitempty"`
+
+	// RequireNetworkPolicy refuses claims that turn the NetworkPolicy off
+	// (spec.networkPolicy.enabled: false).
+	// +optional
+	RequireNetworkPolicy bool `json:"requireNetworkPolicy,omitempty"`
+
+	// NetworkPolicy bounds what a claim's NetworkPolicy may admit.
+	// +optional
+	NetworkPolicy NetworkPolicyPolicy `json:"networkPolicy,omitempty"`
+
+	// AllowedPriorityClasses, when set, are the only PriorityClasses a claim may name in
+	// spec.scheduling.priorityClassName. Empty allows any but the system- classes, which only
+	// a platform may hand out.
+	// +optional
+	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+}
+
+// NetworkPolicyPolicy bounds the namespaces a claim may admit.
+type NetworkPolicyPolicy struct {
+	// AllowedNamespaceLabels are the namespace label keys a claim's
+	// spec.networkPolicy.allowedNamespaces may select on. Unset means
+	// kubernetes.io/metadata.name only (a namespace's name, which the API server sets and
+	// nobody can forge); an empty list lets no claim admit other namespaces.
+	// +optional
+	AllowedNamespaceLabels []string `json:"allowedNamespaceLabels,omitempty"`
 }

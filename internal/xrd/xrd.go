@@ -105,7 +105,9 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 	}
 	if v.ClaimKind != "" {
 		spec["claimNames"] = map[string]any{"kind": v.ClaimKind, "plural": v.ClaimPlural}
-		spec["connectionSecretKeys"] = []any{"endpoint", "host", "port"}
+		// Crossplane passes only these keys on to a claim's connection Secret: the credentials
+		// with auth on, and, with TLS, "tls" and the CA that signed memcached's certificate.
+		spec["connectionSecretKeys"] = []any{"endpoint", "host", "port", "username", "password", "tls", "ca.crt"}
 	}
 	out := map[string]any{
 		"apiVersion": v.APIVersion,

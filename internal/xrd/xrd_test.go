@@ -92,7 +92,7 @@ spec:
 			v:      Legacy,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
-				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port", "size": "integer",
+				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port,username,password,tls,ca.crt", "size": "integer",
 				"scale": ".spec.size .status.replicas .status.selector",
 			},
 		},
@@ -171,6 +171,10 @@ func shape(t reflect.Type) []string {
 				out = append(out, name+": integer")
 			case reflect.Bool:
 				out = append(out, name+": boolean")
+			case reflect.Slice:
+				out = append(out, name+": array")
+			case reflect.Map:
+				out = append(out, name+": object")
 			case reflect.String:
 				out = append(out, name+": string")
 			default:

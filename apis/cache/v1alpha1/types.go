@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -85,6 +86,90 @@ type MemcachedSpec struct {
 	// Metrics adds a Prometheus memcached exporter beside each replica.
 	// +optional
 	Metrics *Metrics `json:"metrics,omitempty"`
+
+	// MaxItemSizeMB is the largest value memcached stores, in megabytes (memcached -I), for
+	// applications whose values exceed memcached's 1 MB default. At most 128, and at most
+	// half of memoryLimitMB (memcached refuses more). Unset means memcached's 1 MB.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	// +optional
+	MaxItemSizeMB *int32 `json:"maxItemSizeMB,omitempty"`
+
+	// Auth makes clients authenticate before any command, with a username and password the
+	// function generates once and keeps (in the connection Secret). Unset means the
+	// platform's default (the Input's defaults.auth.enabled).
+	// +optional
+	Auth *Auth `json:"auth,omitempty"`
+
+	// TLS makes memcached serve TLS only, with the certificate of a Secret in the claim's
+	// namespace.
+	// +optional
+	TLS *TLS `json:"tls,omitempty"`
+
+	// NetworkPolicy admits clients from the claim's own namespace only, and from the
+	// namespaces it names. Unset means the platform's default (the Input's
+	// defaults.networkPolicy.enabled, true unless the platform says otherwise).
+	// +optional
+	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
+
+	// Scheduling places the replicas on chosen nodes, beside the spreading across nodes and
+	// zones that highAvailability adds.
+	// +optional
+	Scheduling *Scheduling `json:"scheduling,omitempty"`
+}
+
+// Auth configures memcached's authentication (its text-protocol --auth-file, which every
+// client library can use: the client sends its username and password once per connection).
+type Auth struct {
+	// Enabled turns authentication on. Turning it on for a running Memcached locks out
+	// every client without the credentials, so unset means the platform's default (the
+	// Input's defaults.auth.enabled). The platform's policy may refuse false.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// TLS configures memcached to serve TLS.
+type TLS struct {
+	// SecretName names a Secret of type kubernetes.io/tls in the claim's namespace (what
+	// cert-manager writes) holding tls.crt (the certificate chain) and tls.key, and
+	// optionally ca.crt, which the connection Secret passes on to clients. memcached then
+	// serves TLS only; a renewed certificate rolls the replicas.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// NetworkPolicy configures the NetworkPolicy that admits clients. It needs a network plugin
+// that enforces NetworkPolicies; without one, the policy exists and admits everyone.
+type NetworkPolicy struct {
+	// Enabled composes the NetworkPolicy. Unset means the platform's default (the Input's
+	// defaults.networkPolicy.enabled); the platform's policy may refuse false.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// AllowedNamespaces selects namespaces, by their labels, whose pods may connect beside
+	// the claim's own namespace's. It must name what it admits (matchLabels, or
+	// matchExpressions with operator In), with label keys the platform's policy allows
+	// (kubernetes.io/metadata.name, the namespace's name, unless the platform says
+	// otherwise).
+	// +optional
+	AllowedNamespaces *metav1.LabelSelector `json:"allowedNamespaces,omitempty"`
+}
+
+// Scheduling constrains the nodes replicas run on.
+type Scheduling struct {
+	// NodeSelector limits replicas to nodes with these labels.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations let replicas run on nodes with matching taints.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// PriorityClassName is the PriorityClass of the replicas' pods. The platform's policy
+	// may restrict it.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // CPUResources are the CPU requests and limits of the memcached container, in Kubernetes

@@ -1,0 +1,127 @@
+package fn
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"sync"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/resolve"
+)
+
+// RequirementTLSSecret names the function's request for the Secret a spec's tls.secretName
+// names, which Crossplane answers in the next call's required resources.
+const RequirementTLSSecret = "memcached-tls-secret"
+
+// maxPendingCredentials bounds the credentials generated for Memcacheds whose auth Secret
+// has not been observed yet: each is an entry only from the first call until Crossplane
+// has applied the Secret, seconds later.
+const maxPendingCredentials = 1024
+
+// credentialStore keeps the credentials of every Memcached with auth on stable: they are
+// generated once and, from then on, read back from the observed auth Secret, so a reconcile
+// never changes the password under a running application. Until Crossplane has applied the
+// Secret (and between iterations of one reconcile), the generated credentials wait here,
+// under the XR's UID.
+type credentialStore struct {
+	mu      sync.Mutex
+	pending map[string]render.Auth
+	// random returns the source of new passwords: crypto/rand outside tests.
+	random func() io.Reader
+}
+
+func newCredentialStore() *credentialStore {
+	return &credentialStore{pending: map[string]render.Auth{}, random: func() io.Reader { return rand.Reader }}
+}
+
+// get returns the credentials of the Memcached whose XR has UID key: those of its observed
+// auth Secret (nil when not observed) when they are usable, else those generated for it
+// earlier, else new ones. Deleting the auth Secret therefore rotates the credentials.
+func (c *credentialStore) get(key string, observed *structpb.Struct) (render.Auth, error) {
+	if observed != nil {
+		if a, ok := resolve.Credentials(secretData(observed, render.ConnectionUsername, render.ConnectionPassword)); ok {
+			c.mu.Lock()
+			delete(c.pending, key)
+			c.mu.Unlock()
+			return a, nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.pending[key]; ok {
+		return a, nil
+	}
+	a, err := resolve.NewCredentials(c.random())
+	if err != nil {
+		return render.Auth{}, err
+	}
+	if len(c.pending) >= maxPendingCredentials {
+		for k := range c.pending { // Forget one at random; it is generated again if needed.
+			delete(c.pending, k)
+			break
+		}
+	}
+	c.pending[key] = a
+	return a, nil
+}
+
+// secretData decodes the named keys of a Secret's data (base64 strings in the Struct); a key
+// missing or not base64 is left out.
+func secretData(s *structpb.Struct, keys ...string) map[string][]byte {
+	out := make(map[string][]byte, len(keys))
+	for _, k := range keys {
+		if b, err := base64.StdEncoding.DecodeString(str(s, "data", k)); err == nil && len(b) > 0 {
+			out[k] = b
+		}
+	}
+	return out
+}
+
+// tlsSecretName is the Secret a spec's tls.secretName names, when it is a name the function
+// can ask Crossplane for.
+func tlsSecretName(spec *cachev1alpha1.XMemcachedSpec) string {
+	if spec == nil || spec.TLS == nil || len(validation.IsDNS1123Subdomain(spec.TLS.SecretName)) > 0 {
+		return ""
+	}
+	return spec.TLS.SecretName
+}
+
+// requireTLSSecret asks Crossplane for the Secret name in namespace and returns it as the
+// request carries it: nil when it does not exist, and fetched false when Crossplane has not
+// been asked yet (the first call of a reconcile), in which case nothing can be decided.
+func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, name, namespace string) (secret *corev1.Secret, fetched bool) {
+	if rsp.Requirements == nil {
+		rsp.Requirements = &fnv1.Requirements{}
+	}
+	if rsp.Requirements.Resources == nil {
+		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
+	}
+	rsp.Requirements.Resources[RequirementTLSSecret] = &fnv1.ResourceSelector{
+		ApiVersion: "v1",
+		Kind:       "Secret",
+		Match:      &fnv1.ResourceSelector_MatchName{MatchName: name},
+		Namespace:  &namespace,
+	}
+	got, ok := req.GetRequiredResources()[RequirementTLSSecret]
+	if !ok {
+		return nil, false
+	}
+	for _, r := range got.GetItems() {
+		s := &corev1.Secret{}
+		// A Secret that does not decode is reported like one without a certificate.
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.GetResource().AsMap(), s) == nil && s.GetName() == name {
+			return s, true
+		}
+		return &corev1.Secret{}, true
+	}
+	return nil, true
+}

@@ -1,0 +1,255 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// Where the pods mount what they read, and the keys of the auth Secret.
+const (
+	// AuthSecretSuffix is appended to the base name for the Secret holding the credentials.
+	AuthSecretSuffix = "-auth"
+	// AuthDir is where the auth Secret is mounted, read-only, in memcached and the auth proxy.
+	AuthDir = "/etc/memcached/auth"
+	// TLSDir is where the TLS Secret is mounted, read-only, in memcached.
+	TLSDir = "/etc/memcached/tls"
+	// AuthFileKey is the auth Secret's key holding memcached's --auth-file: "username:password".
+	AuthFileKey = "auth-file"
+
+	// AnnotationCredentials and AnnotationCertificate, on the pod template, carry digests of
+	// the credentials and of the certificate: memcached reads both only when it starts, so a
+	// new password or a renewed certificate must restart the replicas, and changing the pod
+	// template is what rolls them.
+	AnnotationCredentials = "cache.example.com/credentials"
+	AnnotationCertificate = "cache.example.com/certificate"
+
+	authVolume = "auth"
+	tlsVolume  = "tls"
+)
+
+// AuthSecretName is the name of the Secret holding m's credentials.
+func AuthSecretName(m Memcached) string {
+	return m.Name + AuthSecretSuffix
+}
+
+// AuthFile is memcached's --auth-file for a: one "username:password" line.
+func AuthFile(a Auth) string {
+	return a.Username + ":" + a.Password + "\n"
+}
+
+// Digest is a short SHA-256 digest of b, for pod template annotations that must change when
+// a Secret the pods read at start changes. 64 bits identify a version; they reveal nothing
+// usable about a generated 32-character password (190 bits of entropy).
+func Digest(b ...[]byte) string {
+	h := sha256.New()
+	for _, p := range b {
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// AuthSecret holds m's credentials: username and password for clients and the auth proxy, and
+// memcached's auth file. The pods mount it read-only; it is not the connection Secret, which
+// Crossplane writes for the claim.
+func AuthSecret(m Memcached) *corev1.Secret {
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: objectMeta(m, AuthSecretName(m)),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			ConnectionUsername: []byte(m.Auth.Username),
+			ConnectionPassword: []byte(m.Auth.Password),
+			AuthFileKey:        []byte(AuthFile(*m.Auth)),
+		},
+	}
+}
+
+// NetworkPolicy admits connections to memcached's port from pods of m's own namespace and of
+// the namespaces m's policy selects, and to the metrics port from the monitoring namespace
+// only. Nothing else reaches the pods: a pod selected by an Ingress policy accepts only what
+// some policy admits. It takes effect only where the network plugin enforces NetworkPolicies.
+func NetworkPolicy(m Memcached) *networkingv1.NetworkPolicy {
+	tcp := ptr.To(corev1.ProtocolTCP)
+	clients := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
+	if sel := m.NetworkPolicy.AllowedNamespaces; sel != nil {
+		clients = append(clients, networkingv1.NetworkPolicyPeer{NamespaceSelector: sel.DeepCopy()})
+	}
+	rules := []networkingv1.NetworkPolicyIngressRule{{
+		From:  clients,
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: tcp, Port: ptr.To(intstr.FromInt32(Port))}},
+	}}
+	if ns := m.NetworkPolicy.MonitoringNamespace; m.Metrics && ns != "" {
+		rules = append(rules, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+			}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: tcp, Port: ptr.To(intstr.FromInt32(MetricsPort))}},
+		})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: objectMeta(m, m.Name),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(m)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     rules,
+		},
+	}
+}
+
+// NeedsServiceMonitor reports whether m gets a ServiceMonitor: the platform asked for them,
+// and m has metrics to scrape.
+func NeedsServiceMonitor(m Memcached) bool {
+	return m.ServiceMonitor && m.Metrics
+}
+
+// ServiceMonitorAPIVersion and ServiceMonitorKind are the Prometheus Operator's kind. It is
+// rendered unstructured: its Go types would pull the operator's module in for one object.
+const (
+	ServiceMonitorAPIVersion = "monitoring.coreos.com/v1"
+	ServiceMonitorKind       = "ServiceMonitor"
+)
+
+// ServiceMonitor tells a Prometheus Operator to scrape every replica's exporter through the
+// Service's metrics port.
+func ServiceMonitor(m Memcached) *unstructured.Unstructured {
+	labels := map[string]any{}
+	for k, v := range Labels(m) {
+		labels[k] = v
+	}
+	selector := map[string]any{}
+	for k, v := range SelectorLabels(m) {
+		selector[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": ServiceMonitorAPIVersion,
+		"kind":       ServiceMonitorKind,
+		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "labels": labels},
+		"spec": map[string]any{
+			"selector":  map[string]any{"matchLabels": selector},
+			"endpoints": []any{map[string]any{"port": MetricsPortName}},
+		},
+	}}
+}
+
+// memcachedArgs are memcached's flags beyond size and connections: the item size limit,
+// authentication and TLS. With TLS, memcached serves TLS only on Port (on every IPv4
+// address) and plaintext on LoopbackPort of 127.0.0.1, which only the pod's own containers
+// reach: the exporter and the auth proxy, neither of which speaks TLS to memcached.
+func memcachedArgs(m Memcached) []string {
+	var args []string
+	if m.MaxItemSizeMB > 0 {
+		args = append(args, "--max-item-size="+strconv.Itoa(int(m.MaxItemSizeMB))+"m")
+	}
+	if m.Auth != nil {
+		args = append(args, "--auth-file="+AuthDir+"/"+AuthFileKey)
+	}
+	if m.TLS != nil {
+		args = append(args,
+			"--enable-ssl",
+			"--extended=ssl_chain_cert="+TLSDir+"/"+corev1.TLSCertKey,
+			"--extended=ssl_key="+TLSDir+"/"+corev1.TLSPrivateKeyKey,
+			"--listen=0.0.0.0",
+			"--listen=notls:127.0.0.1:"+strconv.Itoa(LoopbackPort),
+		)
+	}
+	return args
+}
+
+// plaintextAddress is where containers of the pod reach memcached without TLS.
+func plaintextAddress(m Memcached) string {
+	if m.TLS != nil {
+		return "127.0.0.1:" + strconv.Itoa(LoopbackPort)
+	}
+	return "127.0.0.1:" + strconv.Itoa(Port)
+}
+
+// exporterTarget is what the exporter scrapes: memcached itself, or, with auth on, the auth
+// proxy, since the exporter cannot authenticate.
+func exporterTarget(m Memcached) string {
+	switch {
+	case m.Auth != nil:
+		return "127.0.0.1:" + strconv.Itoa(AuthProxyPort)
+	case m.TLS != nil:
+		return plaintextAddress(m)
+	}
+	return "localhost:" + strconv.Itoa(Port)
+}
+
+// authProxyContainer authenticates each of the exporter's connections to memcached with the
+// mounted credentials and then relays it (cmd/memcached-auth-proxy). It listens on 127.0.0.1
+// only, so nothing outside the pod can use it.
+func authProxyContainer(m Memcached) corev1.Container {
+	mem := resource.MustParse("32Mi")
+	return corev1.Container{
+		Name:  AuthProxyContainerName,
+		Image: m.AuthProxyImage,
+		Args: []string{
+			"--listen=127.0.0.1:" + strconv.Itoa(AuthProxyPort),
+			"--upstream=" + plaintextAddress(m),
+			"--credentials=" + AuthDir,
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: authVolume, MountPath: AuthDir, ReadOnly: true}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
+		},
+		SecurityContext: containerSecurityContext(),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+	}
+}
+
+// volumes are the Secrets m's pods mount: mode 0440, so that memcached's group (the pod's
+// fsGroup) reads them and nobody writes them.
+func volumes(m Memcached) []corev1.Volume {
+	var vs []corev1.Volume
+	secret := func(name, secret string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secret, DefaultMode: ptr.To[int32](0o440),
+		}}}
+	}
+	if m.Auth != nil {
+		vs = append(vs, secret(authVolume, AuthSecretName(m)))
+	}
+	if m.TLS != nil {
+		vs = append(vs, secret(tlsVolume, m.TLS.SecretName))
+	}
+	return vs
+}
+
+// volumeMounts are memcached's mounts of volumes, read-only.
+func volumeMounts(m Memcached) []corev1.VolumeMount {
+	var vm []corev1.VolumeMount
+	if m.Auth != nil {
+		vm = append(vm, corev1.VolumeMount{Name: authVolume, MountPath: AuthDir, ReadOnly: true})
+	}
+	if m.TLS != nil {
+		vm = append(vm, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir, ReadOnly: true})
+	}
+	return vm
+}
+
+// podAnnotations are the digests of what the pods read at start (nil when they read
+// nothing).
+func podAnnotations(m Memcached) map[string]string {
+	if m.Auth == nil && m.TLS == nil {
+		return nil
+	}
+	a := map[string]string{}
+	if m.Auth != nil {
+		a[AnnotationCredentials] = Digest([]byte(AuthFile(*m.Auth)))
+	}
+	if m.TLS != nil {
+		a[AnnotationCertificate] = m.TLS.Digest
+	}
+	return a
+}

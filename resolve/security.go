@@ -1,0 +1,363 @@
+package resolve
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/render"
+)
+
+// Credentials generated for a Memcached.
+const (
+	// Username is the user every generated credential names: a Memcached has one user.
+	Username = "memcached"
+	// PasswordLength is the length of generated passwords: 32 characters of 62 carry 190
+	// bits of entropy.
+	PasswordLength = 32
+	// MaxCredentialLength bounds a username or password read back from an auth Secret.
+	MaxCredentialLength = 128
+)
+
+// security resolves spec's authentication, TLS and NetworkPolicy into m, which must already
+// hold its metrics setting. With auth on, m.Auth is set without credentials: those are state
+// (generated once, then read back from the auth Secret), which the caller fills in.
+func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memcached, s Settings) field.ErrorList {
+	var errs field.ErrorList
+	auth := s.Auth
+	if a := spec.Auth; a != nil && a.Enabled != nil {
+		auth = *a.Enabled
+		if !auth && s.RequireAuth {
+			errs = append(errs, field.Invalid(root.Child("auth", "enabled"), false, "must be true (policy.requireAuth)"))
+		}
+	}
+	if auth {
+		m.Auth = &render.Auth{}
+		m.AuthProxyImage = s.AuthProxyImage
+		if m.Metrics && s.AuthProxyImage == "" {
+			errs = append(errs, field.Invalid(root.Child("metrics", "enabled"), true,
+				"cannot be true with auth on here: the exporter reaches memcached through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"))
+		}
+	}
+
+	if t := spec.TLS; t != nil && t.SecretName != "" {
+		if msgs := validation.IsDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(root.Child("tls", "secretName"), t.SecretName, "must be a Secret name: "+strings.Join(msgs, "; ")))
+		} else {
+			m.TLS = &render.TLS{SecretName: t.SecretName}
+		}
+	}
+
+	np := s.NetworkPolicy
+	var allowed *metav1.LabelSelector
+	if p := spec.NetworkPolicy; p != nil {
+		if p.Enabled != nil {
+			np = *p.Enabled
+			if !np && s.RequireNetworkPolicy {
+				errs = append(errs, field.Invalid(root.Child("networkPolicy", "enabled"), false, "must be true (policy.requireNetworkPolicy)"))
+			}
+		}
+		allowed = p.AllowedNamespaces
+	}
+	if np {
+		errs = append(errs, s.checkNamespaces(root.Child("networkPolicy", "allowedNamespaces"), allowed)...)
+		m.NetworkPolicy = &render.NetworkAccess{AllowedNamespaces: allowed, MonitoringNamespace: s.MonitoringNamespace}
+	}
+	m.ServiceMonitor = s.ServiceMonitor && m.Metrics
+	return errs
+}
+
+// checkNamespaces reports a namespace selector that admits more than it names: an empty one
+// (every namespace), an operator other than In (NotIn, Exists and DoesNotExist admit
+// namespaces nobody listed), or a label key the platform's policy does not allow, since
+// whoever may label a namespace with it could admit themselves.
+func (s Settings) checkNamespaces(p *field.Path, sel *metav1.LabelSelector) field.ErrorList {
+	if sel == nil {
+		return nil
+	}
+	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		return field.ErrorList{field.Invalid(p, "{}", "must name the namespaces it admits: an empty selector admits every namespace")}
+	}
+	notAllowed := "this label key is not allowed; policy.networkPolicy.allowedNamespaceLabels allows " + strings.Join(s.AllowedNamespaceLabels, ", ")
+	if len(s.AllowedNamespaceLabels) == 0 {
+		notAllowed = "this platform admits no other namespace (policy.networkPolicy.allowedNamespaceLabels is empty)"
+	}
+	var errs field.ErrorList
+	keys := make([]string, 0, len(sel.MatchLabels))
+	for k := range sel.MatchLabels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		kp := p.Child("matchLabels").Key(k)
+		switch {
+		case !slices.Contains(s.AllowedNamespaceLabels, k):
+			errs = append(errs, field.Invalid(kp, k, notAllowed))
+		case len(validation.IsValidLabelValue(sel.MatchLabels[k])) > 0:
+			errs = append(errs, field.Invalid(kp, sel.MatchLabels[k], "must be a label value: "+strings.Join(validation.IsValidLabelValue(sel.MatchLabels[k]), "; ")))
+		}
+	}
+	for i, e := range sel.MatchExpressions {
+		ep := p.Child("matchExpressions").Index(i)
+		if e.Operator != metav1.LabelSelectorOpIn {
+			errs = append(errs, field.Invalid(ep.Child("operator"), string(e.Operator), "must be In: a selector names the namespaces it admits"))
+		}
+		if !slices.Contains(s.AllowedNamespaceLabels, e.Key) {
+			errs = append(errs, field.Invalid(ep.Child("key"), e.Key, notAllowed))
+		}
+		if len(e.Values) == 0 {
+			errs = append(errs, field.Required(ep.Child("values"), "the namespaces' label values to admit"))
+		}
+		for j, v := range e.Values {
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(ep.Child("values").Index(j), v, "must be a label value: "+strings.Join(msgs, "; ")))
+			}
+		}
+	}
+	return errs
+}
+
+// scheduling resolves the node selector, tolerations and priority class of sc into m,
+// checking each the way the API server would (so that a bad one is reported on the claim
+// rather than failing the Deployment's apply) and the priority class against the platform's
+// policy.
+func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached, s Settings) field.ErrorList {
+	if sc == nil || (len(sc.NodeSelector) == 0 && len(sc.Tolerations) == 0 && sc.PriorityClassName == "") {
+		return nil
+	}
+	var errs field.ErrorList
+	keys := make([]string, 0, len(sc.NodeSelector))
+	for k := range sc.NodeSelector {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		kp := p.Child("nodeSelector").Key(k)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(kp, k, "must be a label key: "+strings.Join(msgs, "; ")))
+		} else if msgs := validation.IsValidLabelValue(sc.NodeSelector[k]); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(kp, sc.NodeSelector[k], "must be a label value: "+strings.Join(msgs, "; ")))
+		}
+	}
+	for i, t := range sc.Tolerations {
+		errs = append(errs, toleration(p.Child("tolerations").Index(i), t)...)
+	}
+	if pc := sc.PriorityClassName; pc != "" {
+		pp := p.Child("priorityClassName")
+		switch {
+		case len(validation.IsDNS1123Subdomain(pc)) > 0:
+			errs = append(errs, field.Invalid(pp, pc, "must be a PriorityClass name: "+strings.Join(validation.IsDNS1123Subdomain(pc), "; ")))
+		case len(s.AllowedPriorityClasses) > 0 && !slices.Contains(s.AllowedPriorityClasses, pc):
+			errs = append(errs, field.Invalid(pp, pc, "must be one of "+strings.Join(s.AllowedPriorityClasses, ", ")+" (policy.allowedPriorityClasses)"))
+		case len(s.AllowedPriorityClasses) == 0 && strings.HasPrefix(pc, "system-"):
+			errs = append(errs, field.Invalid(pp, pc, "must not be a system- PriorityClass, which is for the cluster's own components, unless policy.allowedPriorityClasses names it"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	m.Scheduling = &render.Scheduling{PriorityClassName: sc.PriorityClassName}
+	if len(sc.NodeSelector) > 0 {
+		m.Scheduling.NodeSelector = make(map[string]string, len(sc.NodeSelector))
+		for k, v := range sc.NodeSelector {
+			m.Scheduling.NodeSelector[k] = v
+		}
+	}
+	if len(sc.Tolerations) > 0 {
+		m.Scheduling.Tolerations = make([]corev1.Toleration, len(sc.Tolerations))
+		for i := range sc.Tolerations {
+			sc.Tolerations[i].DeepCopyInto(&m.Scheduling.Tolerations[i])
+		}
+	}
+	return nil
+}
+
+// toleration checks t as the API server validates a pod's tolerations.
+func toleration(p *field.Path, t corev1.Toleration) field.ErrorList {
+	var errs field.ErrorList
+	switch t.Operator {
+	case "", corev1.TolerationOpEqual, corev1.TolerationOpExists:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("operator"), string(t.Operator), []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}))
+	}
+	if t.Key == "" && t.Operator != corev1.TolerationOpExists {
+		errs = append(errs, field.Invalid(p.Child("key"), "", "must be set unless operator is Exists"))
+	} else if t.Key != "" {
+		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("key"), t.Key, "must be a taint key: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if t.Operator == corev1.TolerationOpExists && t.Value != "" {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, "must be empty when operator is Exists"))
+	} else if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, "must be a taint value: "+strings.Join(msgs, "; ")))
+	}
+	switch t.Effect {
+	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("effect"), string(t.Effect),
+			[]string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}))
+	}
+	if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+		errs = append(errs, field.Invalid(p.Child("tolerationSeconds"), *t.TolerationSeconds, "must be unset unless effect is NoExecute"))
+	}
+	return errs
+}
+
+// Remote adapts m, resolved from spec at root (spec for a claim, spec.forProvider for an
+// Instance), to a Memcached in another cluster, which the Memcached provider runs: its
+// Deployment, Service and PodDisruptionBudget. Authentication and TLS (whose credentials and
+// certificate live in this cluster) and the NetworkPolicy (which the provider does not manage
+// yet) are not supported there. A claim that asks for one explicitly, or a platform policy
+// that requires one, is refused, naming the field; a platform default that turned one on does
+// not apply there. The ServiceMonitor belongs to the Prometheus of the cluster the Memcached
+// runs in, and is dropped too.
+func Remote(root *field.Path, spec cachev1alpha1.MemcachedSpec, m render.Memcached, s Settings) (render.Memcached, field.ErrorList) {
+	var errs field.ErrorList
+	unsupported := func(p *field.Path, v any, what string, required bool, policy string) {
+		detail := "not supported for a Memcached in another cluster yet"
+		if required {
+			detail += "; " + policy + " requires it, so this Memcached cannot run in another cluster"
+		}
+		errs = append(errs, field.Invalid(p, v, what+" is "+detail))
+	}
+	explicit := spec.Auth != nil && spec.Auth.Enabled != nil && *spec.Auth.Enabled
+	if m.Auth != nil && (explicit || s.RequireAuth) {
+		unsupported(root.Child("auth", "enabled"), true, "authentication", s.RequireAuth, "policy.requireAuth")
+	}
+	if m.TLS != nil {
+		unsupported(root.Child("tls", "secretName"), m.TLS.SecretName, "TLS", false, "")
+	}
+	if np := spec.NetworkPolicy; m.NetworkPolicy != nil {
+		switch {
+		case np != nil && np.AllowedNamespaces != nil:
+			unsupported(root.Child("networkPolicy", "allowedNamespaces"), "{...}", "a NetworkPolicy", s.RequireNetworkPolicy, "policy.requireNetworkPolicy")
+		case (np != nil && np.Enabled != nil && *np.Enabled) || s.RequireNetworkPolicy:
+			unsupported(root.Child("networkPolicy", "enabled"), true, "a NetworkPolicy", s.RequireNetworkPolicy, "policy.requireNetworkPolicy")
+		}
+	}
+	m.Auth, m.AuthProxyImage, m.TLS, m.NetworkPolicy, m.ServiceMonitor = nil, "", nil, nil, false
+	return m, errs
+}
+
+// TLSSecret checks the Secret that spec.tls.secretName (at p) names, found in namespace (nil
+// when it does not exist), and returns what memcached serves TLS with: its digest, so that a
+// renewed certificate rolls the replicas, and its ca.crt, for clients. Each problem is a
+// field error naming the Secret and what is wrong with it.
+func TLSSecret(p *field.Path, name, namespace string, secret *corev1.Secret) (*render.TLS, field.ErrorList) {
+	where := "Secret " + namespace + "/" + name
+	invalid := func(detail string) (*render.TLS, field.ErrorList) {
+		return nil, field.ErrorList{field.Invalid(p, name, detail)}
+	}
+	if secret == nil {
+		return invalid(where + " does not exist")
+	}
+	if secret.Type != corev1.SecretTypeTLS {
+		return invalid(fmt.Sprintf("%s is of type %q, not %q", where, secret.Type, corev1.SecretTypeTLS))
+	}
+	crt, key := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
+	var missing []string
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		if len(secret.Data[k]) == 0 {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return invalid(where + " has no " + strings.Join(missing, " and no "))
+	}
+	if _, err := tls.X509KeyPair(crt, key); err != nil {
+		return invalid(where + ": tls.crt and tls.key are not a certificate and its private key: " + err.Error())
+	}
+	ca := secret.Data[corev1.ServiceAccountRootCAKey]
+	if len(ca) > 0 {
+		if err := certificates(ca); err != nil {
+			return invalid(where + ": ca.crt is not a PEM certificate: " + err.Error())
+		}
+	}
+	return &render.TLS{SecretName: name, Digest: render.Digest(crt, []byte{0}, key), CA: string(ca)}, nil
+}
+
+// certificates checks that b holds PEM certificates and nothing else.
+func certificates(b []byte) error {
+	n := 0
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return errors.Errorf("a %s block", block.Type)
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 || len(strings.TrimSpace(string(b))) > 0 {
+		return errors.New("no PEM certificate")
+	}
+	return nil
+}
+
+// Credentials reads the credentials back from the data of an observed auth Secret. ok is
+// false when they cannot be used — a key missing, empty, too long, or holding a character
+// memcached's auth file or its text protocol cannot carry (whitespace, or ':' in the
+// username) — and new ones must be generated.
+func Credentials(data map[string][]byte) (a render.Auth, ok bool) {
+	u, pw := string(data[render.ConnectionUsername]), string(data[render.ConnectionPassword])
+	if !credential(u) || strings.Contains(u, ":") || !credential(pw) {
+		return render.Auth{}, false
+	}
+	return render.Auth{Username: u, Password: pw}, true
+}
+
+// credential reports whether s is 1 to MaxCredentialLength printable ASCII characters without
+// spaces.
+func credential(s string) bool {
+	if s == "" || len(s) > MaxCredentialLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// alphanumerics are the characters of generated passwords: every client library and shell
+// passes them through unquoted.
+const alphanumerics = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// NewCredentials generates credentials from random (crypto/rand.Reader outside tests): user
+// Username and a password of PasswordLength alphanumerics, each drawn without bias.
+func NewCredentials(random io.Reader) (render.Auth, error) {
+	pw := make([]byte, 0, PasswordLength)
+	buf := make([]byte, PasswordLength*2)
+	for len(pw) < PasswordLength {
+		if _, err := io.ReadFull(random, buf); err != nil {
+			return render.Auth{}, errors.Wrap(err, "cannot generate a password")
+		}
+		for _, b := range buf {
+			// 248 is the largest multiple of 62 below 256: rejecting the rest keeps every
+			// character equally likely.
+			if b < 248 && len(pw) < PasswordLength {
+				pw = append(pw, alphanumerics[int(b)%len(alphanumerics)])
+			}
+		}
+	}
+	return render.Auth{Username: Username, Password: string(pw)}, nil
+}

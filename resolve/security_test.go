@@ -1,0 +1,500 @@
+package resolve
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/input/v1beta1"
+	"github.com/example/function-memcached/render"
+)
+
+// TestSecurity covers what a claim may ask of authentication, TLS, the NetworkPolicy,
+// scheduling and the item size, under the platform's defaults and policy.
+func TestSecurity(t *testing.T) {
+	base := render.Memcached{
+		Name: "sessions", Namespace: "team-a", Size: 1, Image: DefaultImage, MemoryLimitMB: 64,
+		MaxConnections: 1024, Threads: 4, CPURequest: ptr.To(resource.MustParse("100m")),
+		HighAvailability: true, ExporterImage: DefaultExporterImage, NetworkPolicy: &render.NetworkAccess{},
+	}
+	with := func(f func(*render.Memcached)) render.Memcached {
+		m := base
+		f(&m)
+		return m
+	}
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "web"}}
+	cases := map[string]struct {
+		reason string
+		spec   v1alpha1.MemcachedSpec
+		in     *v1beta1.Input
+		want   render.Memcached
+		errs   []string
+	}{
+		"AuthOnByClaim": {
+			reason: "A claim turns auth on; the credentials are the caller's to fill in.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}},
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+		},
+		"AuthOnByPlatform": {
+			reason: "The Input's defaults.auth.enabled applies to a claim that says nothing.",
+			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(true)}}},
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+		},
+		"AuthRequiredDefaultsOn": {
+			reason: "policy.requireAuth without a default of its own turns the built-in default on.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireAuth: true}},
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+		},
+		"AuthRequiredRefusesOff": {
+			reason: "policy.requireAuth refuses a claim turning auth off, naming both fields.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(false)}},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireAuth: true}},
+			errs:   []string{"spec.auth.enabled: Invalid value: false: must be true (policy.requireAuth)"},
+		},
+		"AuthAndMetricsWithProxy": {
+			reason: "Metrics with auth run the auth proxy the Input names.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}, Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
+			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{AuthProxyImage: "registry.example.com/memcached-auth-proxy:v1"}},
+			want: with(func(m *render.Memcached) {
+				m.Auth, m.Metrics, m.AuthProxyImage = &render.Auth{}, true, "registry.example.com/memcached-auth-proxy:v1"
+			}),
+		},
+		"AuthAndMetricsWithoutProxy": {
+			reason: "Without an auth proxy image, metrics cannot scrape a memcached that requires auth: the claim learns which Input field is missing.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}, Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
+			errs: []string{"spec.metrics.enabled: Invalid value: true: cannot be true with auth on here: the exporter reaches memcached " +
+				"through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"},
+		},
+		"TLS": {
+			reason: "A TLS Secret name is kept for the caller to read the Secret.",
+			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "sessions-tls"}},
+			want:   with(func(m *render.Memcached) { m.TLS = &render.TLS{SecretName: "sessions-tls"} }),
+		},
+		"TLSBadName": {
+			reason: "A Secret name that is not a name is refused before anything asks for it.",
+			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "Sessions TLS"}},
+			errs:   []string{`spec.tls.secretName: Invalid value: "Sessions TLS": must be a Secret name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		},
+		"NetworkPolicyOff": {
+			reason: "A claim may turn the NetworkPolicy off unless the platform requires it.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{Enabled: ptr.To(false)}},
+			want:   with(func(m *render.Memcached) { m.NetworkPolicy = nil }),
+		},
+		"NetworkPolicyRequired": {
+			reason: "policy.requireNetworkPolicy refuses turning it off.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{Enabled: ptr.To(false)}},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
+			errs:   []string{"spec.networkPolicy.enabled: Invalid value: false: must be true (policy.requireNetworkPolicy)"},
+		},
+		"NetworkPolicyOffByPlatform": {
+			reason: "A platform without NetworkPolicy enforcement may default it off.",
+			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{NetworkPolicy: v1beta1.NetworkPolicyDefaults{Enabled: ptr.To(false)}}},
+			want:   with(func(m *render.Memcached) { m.NetworkPolicy = nil }),
+		},
+		"AllowedNamespacesByName": {
+			reason: "Namespaces named by kubernetes.io/metadata.name are admitted by default, and metrics from the monitoring namespace.",
+			spec: v1alpha1.MemcachedSpec{
+				NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}},
+				}}},
+				Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)},
+			},
+			in: &v1beta1.Input{Metrics: v1beta1.MetricsSettings{MonitoringNamespace: "monitoring", ServiceMonitor: true}},
+			want: with(func(m *render.Memcached) {
+				m.Metrics, m.ServiceMonitor = true, true
+				m.NetworkPolicy = &render.NetworkAccess{MonitoringNamespace: "monitoring", AllowedNamespaces: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}},
+				}}}
+			}),
+		},
+		"AllowedNamespacesEmpty": {
+			reason: "An empty selector would admit every namespace.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{}}},
+			errs:   []string{`spec.networkPolicy.allowedNamespaces: Invalid value: "{}": must name the namespaces it admits: an empty selector admits every namespace`},
+		},
+		"AllowedNamespacesForgeableKey": {
+			reason: "A label key the policy does not allow could be set by whoever labels a namespace; NotIn admits what nobody listed.",
+			spec: v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{
+				MatchLabels:      map[string]string{"team": "web"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}},
+			}}},
+			errs: []string{
+				`spec.networkPolicy.allowedNamespaces.matchLabels[team]: Invalid value: "team": this label key is not allowed; policy.networkPolicy.allowedNamespaceLabels allows kubernetes.io/metadata.name`,
+				`spec.networkPolicy.allowedNamespaces.matchExpressions[0].operator: Invalid value: "NotIn": must be In: a selector names the namespaces it admits`,
+			},
+		},
+		"AllowedNamespacesPolicyKey": {
+			reason: "A platform may allow its own namespace labels.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}}}},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{NetworkPolicy: v1beta1.NetworkPolicyPolicy{AllowedNamespaceLabels: []string{"team"}}}},
+			want: with(func(m *render.Memcached) {
+				m.NetworkPolicy = &render.NetworkAccess{AllowedNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}}}
+			}),
+		},
+		"AllowedNamespacesNone": {
+			reason: "An empty allowedNamespaceLabels admits no other namespace at all.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: web}},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{NetworkPolicy: v1beta1.NetworkPolicyPolicy{AllowedNamespaceLabels: []string{}}}},
+			errs:   []string{`spec.networkPolicy.allowedNamespaces.matchLabels[kubernetes.io/metadata.name]: Invalid value: "kubernetes.io/metadata.name": this platform admits no other namespace (policy.networkPolicy.allowedNamespaceLabels is empty)`},
+		},
+		"Scheduling": {
+			reason: "Node selector, tolerations and priority class reach the renderer.",
+			spec: v1alpha1.MemcachedSpec{Scheduling: &v1alpha1.Scheduling{
+				NodeSelector:      map[string]string{"pool": "cache"},
+				Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}},
+				PriorityClassName: "cache-high",
+			}},
+			in: &v1beta1.Input{Policy: v1beta1.Policy{AllowedPriorityClasses: []string{"cache-high"}}},
+			want: with(func(m *render.Memcached) {
+				m.Scheduling = &render.Scheduling{
+					NodeSelector:      map[string]string{"pool": "cache"},
+					Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}},
+					PriorityClassName: "cache-high",
+				}
+			}),
+		},
+		"SchedulingInvalid": {
+			reason: "Each invalid scheduling field is named with its value and what it must be.",
+			spec: v1alpha1.MemcachedSpec{Scheduling: &v1alpha1.Scheduling{
+				NodeSelector: map[string]string{"bad key!": "x"},
+				Tolerations: []corev1.Toleration{
+					{Key: "dedicated", Operator: "Maybe", Effect: "Sometimes"},
+					{Operator: corev1.TolerationOpExists, Value: "x", TolerationSeconds: ptr.To[int64](30), Effect: corev1.TaintEffectNoSchedule},
+				},
+				PriorityClassName: "batch",
+			}},
+			in: &v1beta1.Input{Policy: v1beta1.Policy{AllowedPriorityClasses: []string{"cache-high", "cache-low"}}},
+			errs: []string{
+				`spec.scheduling.nodeSelector[bad key!]: Invalid value: "bad key!": must be a label key: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`spec.scheduling.tolerations[0].operator: Unsupported value: "Maybe": supported values: "Equal", "Exists"`,
+				`spec.scheduling.tolerations[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+				`spec.scheduling.tolerations[1].value: Invalid value: "x": must be empty when operator is Exists`,
+				`spec.scheduling.tolerations[1].tolerationSeconds: Invalid value: 30: must be unset unless effect is NoExecute`,
+				`spec.scheduling.priorityClassName: Invalid value: "batch": must be one of cache-high, cache-low (policy.allowedPriorityClasses)`,
+			},
+		},
+		"SystemPriorityClass": {
+			reason: "The system- PriorityClasses are the cluster's own unless the platform hands one out.",
+			spec:   v1alpha1.MemcachedSpec{Scheduling: &v1alpha1.Scheduling{PriorityClassName: "system-node-critical"}},
+			errs:   []string{`spec.scheduling.priorityClassName: Invalid value: "system-node-critical": must not be a system- PriorityClass, which is for the cluster's own components, unless policy.allowedPriorityClasses names it`},
+		},
+		"MaxItemSize": {
+			reason: "Values up to half the cache are allowed.",
+			spec:   v1alpha1.MemcachedSpec{MaxItemSizeMB: ptr.To[int32](32)},
+			want:   with(func(m *render.Memcached) { m.MaxItemSizeMB = 32 }),
+		},
+		"MaxItemSizeOverHalfTheCache": {
+			reason: "memcached refuses an item size above half of its cache: the limit names both bounds.",
+			spec:   v1alpha1.MemcachedSpec{MaxItemSizeMB: ptr.To[int32](33)},
+			errs:   []string{"spec.maxItemSizeMB: Invalid value: 33: must be an integer between 1 and 32 (at most 128, and at most half of memoryLimitMB, 64)"},
+		},
+		"MaxItemSizeOver128": {
+			reason: "A large cache still caps items at 128 MB.",
+			spec:   v1alpha1.MemcachedSpec{MemoryLimitMB: ptr.To[int32](1024), MaxItemSizeMB: ptr.To[int32](256)},
+			errs:   []string{"spec.maxItemSizeMB: Invalid value: 256: must be an integer between 1 and 128 (at most 128, and at most half of memoryLimitMB, 1024)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := NewSettings(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, errs := Memcached(field.NewPath("spec"), tc.spec, "sessions", "team-a", s)
+			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
+				t.Errorf("%s\nMemcached(...) errors: -want, +got:\n%s", tc.reason, diff)
+			}
+			if len(tc.errs) > 0 {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nMemcached(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNewSettingsSecurity(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     *v1beta1.Input
+		want   string
+	}{
+		"AuthDefaultAgainstPolicy": {
+			reason: "A default the policy forbids is the platform's mistake.",
+			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(false)}}, Policy: v1beta1.Policy{RequireAuth: true}},
+			want:   "invalid function Input: defaults.auth.enabled: Invalid value: false: must be true (policy.requireAuth)",
+		},
+		"NetworkPolicyDefaultAgainstPolicy": {
+			reason: "The same for the NetworkPolicy.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{NetworkPolicy: v1beta1.NetworkPolicyDefaults{Enabled: ptr.To(false)}},
+				Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
+			want: "invalid function Input: defaults.networkPolicy.enabled: Invalid value: false: must be true (policy.requireNetworkPolicy)",
+		},
+		"AuthRequiredElsewhere": {
+			reason: "No claim could satisfy requireAuth when every one runs in another cluster.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "eu"}},
+				Policy: v1beta1.Policy{RequireAuth: true}},
+			want: "invalid function Input: policy.requireAuth: Invalid value: true: cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have authentication yet",
+		},
+		"BadNames": {
+			reason: "Label keys, the monitoring namespace, priority classes and the proxy image must be what they say.",
+			in: &v1beta1.Input{
+				Defaults: v1beta1.Defaults{AuthProxyImage: "proxy latest"},
+				Metrics:  v1beta1.MetricsSettings{MonitoringNamespace: "Monitoring"},
+				Policy: v1beta1.Policy{
+					NetworkPolicy:          v1beta1.NetworkPolicyPolicy{AllowedNamespaceLabels: []string{"team", "-bad"}},
+					AllowedPriorityClasses: []string{"High"},
+				},
+			},
+			want: `invalid function Input: [defaults.authProxyImage: Invalid value: "proxy latest": must be a valid image reference, like memcached:1.6.39-alpine, ` +
+				`policy.networkPolicy.allowedNamespaceLabels[1]: Invalid value: "-bad": must be a label key: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), ` +
+				`metrics.monitoringNamespace: Invalid value: "Monitoring": must be a namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'), ` +
+				`policy.allowedPriorityClasses[0]: Invalid value: "High": must be a PriorityClass name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')]`,
+		},
+		"ProxyImageRegistry": {
+			reason: "The auth proxy image must come from an allowed registry too.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Image: "registry.example.com/memcached:1", ExporterImage: "registry.example.com/exporter:1", AuthProxyImage: "ghcr.io/x/proxy:1"},
+				Policy: v1beta1.Policy{AllowedRegistries: []string{"registry.example.com"}}},
+			want: `invalid function Input: defaults.authProxyImage: Invalid value: "ghcr.io/x/proxy:1": registry ghcr.io is not allowed; policy.allowedRegistries allows registry.example.com`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewSettings(tc.in)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nNewSettings(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRemote(t *testing.T) {
+	root := field.NewPath("spec")
+	on := &render.NetworkAccess{}
+	cases := map[string]struct {
+		reason string
+		spec   v1alpha1.MemcachedSpec
+		in     *v1beta1.Input
+		m      render.Memcached
+		errs   []string
+	}{
+		"Defaults": {
+			reason: "The platform's defaults that turned auth and the NetworkPolicy on do not apply there, nor does the ServiceMonitor.",
+			m:      render.Memcached{Auth: &render.Auth{}, NetworkPolicy: on, ServiceMonitor: true, Metrics: true},
+		},
+		"AuthByClaim": {
+			reason: "Auth the claim asked for is refused, naming the field.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}},
+			m:      render.Memcached{Auth: &render.Auth{}},
+			errs:   []string{"spec.auth.enabled: Invalid value: true: authentication is not supported for a Memcached in another cluster yet"},
+		},
+		"AuthRequired": {
+			reason: "Auth the platform requires makes another cluster impossible, and says why.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireAuth: true}},
+			m:      render.Memcached{Auth: &render.Auth{}},
+			errs: []string{"spec.auth.enabled: Invalid value: true: authentication is not supported for a Memcached in another cluster yet; " +
+				"policy.requireAuth requires it, so this Memcached cannot run in another cluster"},
+		},
+		"TLS": {
+			reason: "TLS is refused.",
+			m:      render.Memcached{TLS: &render.TLS{SecretName: "x"}},
+			errs:   []string{`spec.tls.secretName: Invalid value: "x": TLS is not supported for a Memcached in another cluster yet`},
+		},
+		"NetworkPolicyByClaim": {
+			reason: "A NetworkPolicy the claim asks for is refused.",
+			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}},
+			m:      render.Memcached{NetworkPolicy: on},
+			errs:   []string{`spec.networkPolicy.allowedNamespaces: Invalid value: "{...}": a NetworkPolicy is not supported for a Memcached in another cluster yet`},
+		},
+		"NetworkPolicyRequired": {
+			reason: "A NetworkPolicy the platform requires makes another cluster impossible.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
+			m:      render.Memcached{NetworkPolicy: on},
+			errs: []string{"spec.networkPolicy.enabled: Invalid value: true: a NetworkPolicy is not supported for a Memcached in another cluster yet; " +
+				"policy.requireNetworkPolicy requires it, so this Memcached cannot run in another cluster"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := NewSettings(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, errs := Remote(root, tc.spec, tc.m, s)
+			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
+				t.Errorf("%s\nRemote(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if got.ServiceMonitor || got.Auth != nil || got.TLS != nil || got.NetworkPolicy != nil {
+				t.Errorf("%s\nRemote(...) = %+v: want no ServiceMonitor, auth, TLS or NetworkPolicy", tc.reason, got)
+			}
+		})
+	}
+}
+
+func TestTLSSecret(t *testing.T) {
+	crt, key, ca := certificate(t)
+	p := field.NewPath("spec", "tls", "secretName")
+	secret := func(typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{Type: typ, Data: data}
+	}
+	cases := map[string]struct {
+		reason string
+		secret *corev1.Secret
+		want   *render.TLS
+		errs   []string
+	}{
+		"Valid": {
+			reason: "A cert-manager Secret gives the digest of its pair and its CA.",
+			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca}),
+			want:   &render.TLS{SecretName: "web-tls", Digest: render.Digest(crt, []byte{0}, key), CA: string(ca)},
+		},
+		"NoCA": {
+			reason: "ca.crt is optional.",
+			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key}),
+			want:   &render.TLS{SecretName: "web-tls", Digest: render.Digest(crt, []byte{0}, key)},
+		},
+		"Missing": {
+			reason: "A Secret that does not exist is named with its namespace.",
+			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls does not exist`},
+		},
+		"WrongType": {
+			reason: "Only kubernetes.io/tls Secrets are certificates.",
+			secret: secret(corev1.SecretTypeOpaque, map[string][]byte{"tls.crt": crt, "tls.key": key}),
+			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls is of type "Opaque", not "kubernetes.io/tls"`},
+		},
+		"NoKey": {
+			reason: "A Secret without its key is named with what it lacks.",
+			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt}),
+			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls has no tls.key`},
+		},
+		"NotAPair": {
+			reason: "A certificate with another certificate's key does not parse as a pair.",
+			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": ca, "tls.key": key}),
+			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls: tls.crt and tls.key are not a certificate and its private key: tls: private key does not match public key`},
+		},
+		"BadCA": {
+			reason: "A ca.crt clients could not use is reported rather than handed on.",
+			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": []byte("not a certificate")}),
+			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls: ca.crt is not a PEM certificate: no PEM certificate`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, errs := TLSSecret(p, "web-tls", "team-a", tc.secret)
+			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
+				t.Errorf("%s\nTLSSecret(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nTLSSecret(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCredentials(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		data   map[string][]byte
+		ok     bool
+	}{
+		"Generated":   {reason: "What the function generated reads back.", data: map[string][]byte{"username": []byte("memcached"), "password": []byte("abcDEF123")}, ok: true},
+		"Punctuation": {reason: "Printable ASCII passwords a person set are kept.", data: map[string][]byte{"username": []byte("app"), "password": []byte("p@ss:w0rd!")}, ok: true},
+		"NoPassword":  {reason: "A Secret missing its password cannot be used.", data: map[string][]byte{"username": []byte("memcached")}},
+		"Space":       {reason: "memcached's text protocol separates username and password by a space.", data: map[string][]byte{"username": []byte("memcached"), "password": []byte("a b")}},
+		"ColonInUser": {reason: "The auth file separates them by a colon.", data: map[string][]byte{"username": []byte("a:b"), "password": []byte("x")}},
+		"TooLong":     {reason: "Bounded.", data: map[string][]byte{"username": []byte("memcached"), "password": bytes.Repeat([]byte("x"), MaxCredentialLength+1)}},
+		"Newline":     {reason: "A newline would end the auth file's line.", data: map[string][]byte{"username": []byte("memcached"), "password": []byte("x\ny")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := Credentials(tc.data)
+			if ok != tc.ok {
+				t.Fatalf("%s\nCredentials(...): want ok %t, got %t", tc.reason, tc.ok, ok)
+			}
+			if ok && (got.Username != string(tc.data["username"]) || got.Password != string(tc.data["password"])) {
+				t.Errorf("%s\nCredentials(...) = %+v", tc.reason, got)
+			}
+		})
+	}
+}
+
+func TestNewCredentials(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		a, err := NewCredentials(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Username != Username || len(a.Password) != PasswordLength || strings.Trim(a.Password, alphanumerics) != "" {
+			t.Fatalf("NewCredentials() = %+v: want user %s and %d alphanumerics", a, Username, PasswordLength)
+		}
+		if _, ok := Credentials(map[string][]byte{"username": []byte(a.Username), "password": []byte(a.Password)}); !ok {
+			t.Fatalf("generated credentials %+v do not read back", a)
+		}
+		if seen[a.Password] {
+			t.Fatalf("NewCredentials() repeated a password")
+		}
+		seen[a.Password] = true
+	}
+	// Bytes at and above 248 are rejected, not folded onto the first characters.
+	a, err := NewCredentials(bytes.NewReader(append(bytes.Repeat([]byte{255}, 64), bytes.Repeat([]byte{1}, 64)...)))
+	if err != nil || a.Password != strings.Repeat("B", PasswordLength) {
+		t.Errorf("NewCredentials(biased bytes) = %q, %v: want only the unbiased bytes used", a.Password, err)
+	}
+	if _, err := NewCredentials(bytes.NewReader(nil)); err == nil {
+		t.Error("NewCredentials(empty reader): want an error")
+	}
+}
+
+// certificate returns a self-signed CA, and a certificate and key it signed, in PEM.
+func certificate(t *testing.T) (crt, key, ca []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now(),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "memcached"}, NotBefore: time.Now(),
+		NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"sessions.team-a.svc.cluster.local"}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &k.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+}
