@@ -1,0 +1,22 @@
+# The real memcached for tests: Debian's package, pinned. `make test` runs memcached with the
+# arguments and files the renderer gives a pod (test/memcached) and the auth proxy against it
+# (authproxy), so the set-up installs it. Included from the top-level Makefile.
+#
+#   make memcached-package   install it (as root); a no-op when the pinned version is there
+
+MEMCACHED_PACKAGE := memcached=1.6.18-1+deb12u1
+
+## memcached-package: install Debian's memcached at its pinned version, as root. Its service is
+# not started (policy-rc.d, when present, forbids it; the tests start their own memcached).
+# Without root it only says what is missing: outside CI the tests that need memcached skip,
+# under CI they fail.
+.PHONY: memcached-package
+memcached-package:
+	@pkg="$(MEMCACHED_PACKAGE)"; name="$${pkg%%=*}"; want="$${pkg#*=}"; \
+	have=$$(dpkg-query -W -f='$${Version}' "$$name" 2>/dev/null || true); \
+	if [ "$$have" = "$$want" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "memcached-package: the tests need $$pkg (have: $${have:-none}); install it as root with 'sudo make memcached-package'"; exit 0; \
+	fi; \
+	echo "memcached-package: installing $$pkg"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$pkg"

@@ -1,0 +1,50 @@
+// Command memcached-auth-proxy runs beside memcached and the Prometheus exporter in a
+// Memcached's pod when authentication is on: it authenticates each of the exporter's
+// connections to memcached with the mounted credentials and relays it (package authproxy).
+// It only wires flags and signals.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/example/function-memcached/authproxy"
+)
+
+type cli struct {
+	Listen      string        `help:"Loopback address to accept connections on." default:"127.0.0.1:11213"`
+	Upstream    string        `help:"memcached's plaintext address." default:"127.0.0.1:11211"`
+	Credentials string        `help:"Directory holding the files username and password (the mounted auth Secret)." default:"/etc/memcached/auth"`
+	Timeout     time.Duration `help:"How long dialing and authenticating one connection may take." default:"5s"`
+}
+
+// Run serves until SIGTERM or SIGINT.
+func (c *cli) Run() error {
+	creds, err := authproxy.LoadCredentials(c.Credentials)
+	if err != nil {
+		return err
+	}
+	l, err := authproxy.Listen(c.Listen)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "memcached-auth-proxy: relaying %s to %s\n", l.Addr(), c.Upstream)
+	p := &authproxy.Proxy{Upstream: c.Upstream, Credentials: creds, Timeout: c.Timeout,
+		Log: func(msg string, kv ...any) {
+			fmt.Fprintln(os.Stderr, append([]any{"memcached-auth-proxy:", msg}, kv...)...)
+		}}
+	return p.Serve(ctx, l)
+}
+
+func main() {
+	ctx := kong.Parse(&cli{}, kong.Description("Authenticate the connections of a client that cannot (the memcached exporter) to memcached."))
+	ctx.FatalIfErrorf(ctx.Run())
+}
