@@ -3,8 +3,10 @@ package fn
 import (
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -153,8 +155,64 @@ func TestRunFunction(t *testing.T) {
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},
+		"auth-create": {
+			reason: "With the Input's defaults.auth.enabled, a new claim gets generated credentials: an auth Secret (username, password, auth file) mounted read-only into memcached, which runs with --auth-file, fsGroup 11211, a digest of the credentials on the pod template, and username and password in the connection details.",
+		},
+		"auth-steady": {
+			reason: "Once the auth Secret is observed, its credentials are read back, not generated again: the Deployment stays as it runs and everything is ready.",
+		},
+		"auth-rotated": {
+			reason: "An auth Secret deleted (rotation) gets new credentials: the pod template's digest changes, so the replicas roll, and the claim reads rolling out until the apply reaches the Deployment.",
+		},
+		"auth-metrics-proxy": {
+			reason: "Auth with metrics runs the exporter through the auth proxy the Input names (three containers, the proxy on loopback); the NetworkPolicy admits the metrics port from the monitoring namespace only; the Input's metrics.serviceMonitor composes a ServiceMonitor.",
+		},
+		"auth-metrics-no-proxy": {
+			reason: "Auth with metrics on a platform that names no auth proxy image is an invalid spec naming the Input field, and nothing is created.",
+		},
+		"auth-required-refused": {
+			reason: "policy.requireAuth refuses a claim turning auth off, naming both fields, and keeps what runs.",
+		},
+		"tls-first-call": {
+			reason: "The first call for a spec naming a TLS Secret asks Crossplane for the Secret and decides nothing: every running object is held as it is.",
+		},
+		"tls-auth-create": {
+			reason: "With the TLS Secret fetched, memcached serves TLS only (the chain and key mounted read-only, a plaintext listener on loopback only), a digest of the certificate on the pod template, and the connection details say tls and carry ca.crt beside the credentials.",
+		},
+		"tls-secret-missing": {
+			reason: "A TLS Secret that does not exist is reported on the claim naming spec.tls.secretName, and nothing that runs changes.",
+		},
+		"tls-secret-not-tls": {
+			reason: "A Secret of the wrong type is reported the same way.",
+		},
+		"network-policy-namespaces": {
+			reason: "allowedNamespaces naming namespaces by kubernetes.io/metadata.name admits them beside the claim's own, and the monitoring namespace reaches the metrics port.",
+		},
+		"network-policy-off": {
+			reason: "A claim may turn the NetworkPolicy off unless the platform requires it: none is desired.",
+		},
+		"network-policy-forbidden": {
+			reason: "A namespace selector on a label key the policy does not allow is an invalid spec naming the key and the policy field.",
+		},
+		"scheduling": {
+			reason: "Node selector, tolerations and an allowed priority class reach the pod beside the anti-affinity and zone spread; maxItemSizeMB becomes --max-item-size.",
+		},
+		"namespaced-xr-auth": {
+			reason: "A namespaced XR with auth gets the credentials in its composed connection Secret.",
+		},
+		"remote-auth-default": {
+			reason: "A Memcached in another cluster does not get the platform's default auth or NetworkPolicy, which the provider cannot run yet: the Instance says both are off.",
+		},
+		"remote-auth-refused": {
+			reason: "Auth a claim asks for explicitly in another cluster is refused, naming the field.",
+		},
+		"invalid-keeps-credentials": {
+			reason: "An invalid resize of a Memcached with auth holds the auth Secret as it runs and keeps the credentials in the connection details.",
+		},
 	}
 	f := New(logging.NewNopLogger())
+	// Tests generate the same credentials every time.
+	f.credentials.random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			req := &fnv1.RunFunctionRequest{}

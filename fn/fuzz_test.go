@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -17,29 +18,55 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
 
-// FuzzRunFunction throws arbitrary XRs, observed Deployments and Inputs at RunFunction. Its
+// FuzzRunFunction throws arbitrary XRs, observed Deployments and auth Secrets, TLS Secrets
+// (as Crossplane fetches them: "" for not fetched yet, "null" for none) and Inputs at
+// RunFunction. Its
 // seeds are the request fixtures in testdata/, which `go test` runs; `make fuzz` explores
 // beyond them. Whatever the input, the function must not panic or return a gRPC error, and
 // its response must be a Fatal result or a desired state that is safe to apply:
-//   - with an invalid spec, every observed composed resource desired exactly as it runs;
+//   - with an invalid spec, or before the TLS Secret a spec names is fetched, every observed
+//     composed resource desired exactly as it runs;
 //   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
-//     security context, and every object named with a valid DNS name.
+//     security context, and every object named with a valid DNS name;
+//   - an observed auth Secret with usable credentials is desired with the same credentials:
+//     no call ever rotates a password by itself.
 func FuzzRunFunction(f *testing.F) {
 	for _, d := range fixtures(f) {
 		req := &fnv1.RunFunctionRequest{}
 		readProtoYAML(f, d, req)
+		tls := ""
+		if r, ok := req.GetRequiredResources()[RequirementTLSSecret]; ok {
+			tls = "null"
+			if items := r.GetItems(); len(items) > 0 {
+				tls = jsonOf(items[0].GetResource())
+			}
+		}
 		f.Add(jsonOf(req.GetObserved().GetComposite().GetResource()),
 			jsonOf(req.GetObserved().GetResources()[string(KeyDeployment)].GetResource()),
-			jsonOf(req.GetInput()))
+			jsonOf(req.GetObserved().GetResources()[KeyAuthSecret].GetResource()),
+			tls, jsonOf(req.GetInput()))
 	}
 	fn := New(logging.NewNopLogger())
-	f.Fuzz(func(t *testing.T, xrJSON, deploymentJSON, inputJSON string) {
+	f.Fuzz(func(t *testing.T, xrJSON, deploymentJSON, authJSON, tlsJSON, inputJSON string) {
 		req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: structOf(xrJSON)}}}
-		if d := structOf(deploymentJSON); d != nil {
-			req.Observed.Resources = map[string]*fnv1.Resource{string(KeyDeployment): {Resource: d}}
+		for k, j := range map[string]string{KeyDeployment: deploymentJSON, KeyAuthSecret: authJSON} {
+			if d := structOf(j); d != nil {
+				if req.Observed.Resources == nil {
+					req.Observed.Resources = map[string]*fnv1.Resource{}
+				}
+				req.Observed.Resources[k] = &fnv1.Resource{Resource: d}
+			}
+		}
+		switch tlsJSON {
+		case "":
+		case "null":
+			req.RequiredResources = map[string]*fnv1.Resources{RequirementTLSSecret: {}}
+		default:
+			req.RequiredResources = map[string]*fnv1.Resources{RequirementTLSSecret: {Items: []*fnv1.Resource{{Resource: structOf(tlsJSON)}}}}
 		}
 		req.Input = structOf(inputJSON)
 		orig := proto.Clone(req).(*fnv1.RunFunctionRequest)
@@ -65,6 +92,11 @@ func FuzzRunFunction(f *testing.F) {
 		for _, c := range rsp.GetConditions() {
 			invalid = invalid || c.GetReason() == readiness.ReasonInvalidSpec
 		}
+		// The first call for a spec naming a TLS Secret decides nothing until Crossplane has
+		// fetched it: it must hold what runs exactly as an invalid spec does.
+		if _, asked := rsp.GetRequirements().GetResources()[RequirementTLSSecret]; asked && len(rsp.GetConditions()) == 0 {
+			invalid = true
+		}
 		for name, r := range rsp.GetDesired().GetResources() {
 			if invalid {
 				o, ok := orig.GetObserved().GetResources()[name]
@@ -77,6 +109,16 @@ func FuzzRunFunction(f *testing.F) {
 				continue
 			}
 			checkSafe(t, name, r.GetResource(), s.MaxSize)
+		}
+		if o := orig.GetObserved().GetResources()[KeyAuthSecret]; o != nil {
+			data := func(r *structpb.Struct) map[string][]byte {
+				return secretData(r, render.ConnectionUsername, render.ConnectionPassword)
+			}
+			if _, usable := resolve.Credentials(data(o.GetResource())); usable {
+				if d, ok := rsp.GetDesired().GetResources()[KeyAuthSecret]; ok && !cmp.Equal(data(o.GetResource()), data(d.GetResource())) {
+					t.Fatalf("the observed credentials would be replaced: %v, want %v", data(d.GetResource()), data(o.GetResource()))
+				}
+			}
 		}
 		if invalid {
 			for name := range orig.GetObserved().GetResources() {

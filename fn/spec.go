@@ -79,11 +79,40 @@ func typeError(spec *structpb.Struct, key string, err error, s resolve.Settings)
 	if r := s.Rule(strings.Join(path, ".")); r != "" {
 		want = r
 	}
+	fp := field.NewPath("spec")
 	v := structpb.NewStructValue(spec)
-	for _, p := range path {
+	for i, p := range path {
 		v = v.GetStructValue().GetFields()[p]
+		fp = fp.Child(p)
+		// A field inside a list (a toleration's): name the element that is wrong.
+		if l := v.GetListValue(); l != nil && i < len(path)-1 {
+			j := wrongElement(path[:i+1], l)
+			if j < 0 {
+				break
+			}
+			fp, v = fp.Index(j), l.GetValues()[j]
+		}
 	}
-	return field.Invalid(field.NewPath("spec", path...), written(v), "must be "+want)
+	return field.Invalid(fp, written(v), "must be "+want)
+}
+
+// wrongElement is the index of the first element of the list at path (JSON names under the
+// spec) that does not decode into the spec's type, or -1.
+func wrongElement(path []string, l *structpb.ListValue) int {
+	for j, e := range l.GetValues() {
+		v := structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{e}})
+		for k := len(path) - 1; k >= 0; k-- {
+			v = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{path[k]: v}})
+		}
+		b, err := protojson.Marshal(v.GetStructValue())
+		if err == nil {
+			err = json.Unmarshal(b, &cachev1alpha1.XMemcachedSpec{})
+		}
+		if err != nil {
+			return j
+		}
+	}
+	return -1
 }
 
 // describe words what a Go type of the API accepts.
