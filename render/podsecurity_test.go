@@ -20,6 +20,11 @@ func TestPodSecurityRestricted(t *testing.T) {
 		"Single":          {Size: 1},
 		"HighlyAvailable": {Size: 3, HighAvailability: true},
 		"WithMetrics":     {Size: 2, HighAvailability: true, Metrics: true, ExporterImage: "prom/memcached-exporter:v0.15.4"},
+		// Secret volumes, fsGroup and the auth proxy sidecar stay within the standard.
+		"WithAuthTLSAndProxy": {Size: 2, HighAvailability: true, Metrics: true, ExporterImage: "prom/memcached-exporter:v0.15.4",
+			Auth: &Auth{Username: "memcached", Password: "p"}, AuthProxyImage: "memcached-auth-proxy:1",
+			TLS: &TLS{SecretName: "s-tls", Digest: "d"}, MaxItemSizeMB: 4,
+			Scheduling: &Scheduling{NodeSelector: map[string]string{"pool": "cache"}, PriorityClassName: "high"}},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
