@@ -1,0 +1,387 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
+)
+
+// The example Composition turns authentication on for every claim: a claim with metrics
+// gets generated credentials in its connection Secret, memcached requiring them, and the
+// exporter behind the auth proxy. Deleting the auth Secret rotates the credentials and rolls
+// the pods; an invalid spec keeps them.
+func TestAuthCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "auth")
+	claim := newClaim(ns, "sessions", 2)
+	_ = unstructured.SetNestedField(claim.Object, true, "spec", "metrics", "enabled")
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, "sessions", 2)
+
+	creds := wantCredentials(t, ns, "sessions", "")
+	d := deployment(t, ns, "sessions")
+	var names []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if diff := strings.Join(names, ","); diff != "memcached,exporter,auth-proxy" {
+		t.Errorf("containers: got %s, want memcached,exporter,auth-proxy", diff)
+	}
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--auth-file=/etc/memcached/auth/auth-file") {
+		t.Errorf("memcached args %v: want --auth-file", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	digest := d.Spec.Template.Annotations[render.AnnotationCredentials]
+	if digest == "" {
+		t.Fatalf("the pod template carries no %s annotation", render.AnnotationCredentials)
+	}
+
+	t.Run("the NetworkPolicy admits the namespace and the monitoring namespace's scrapes", func(t *testing.T) {
+		np, err := env.Kube.Typed.NetworkingV1().NetworkPolicies(ns).Get(ctx, "sessions", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(np.Spec.Ingress) != 2 || np.Spec.Ingress[1].From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "monitoring" {
+			t.Errorf("ingress rules %+v: want the claim's namespace on 11211 and the monitoring namespace on 9150", np.Spec.Ingress)
+		}
+	})
+
+	t.Run("deleting the auth Secret rotates the credentials and rolls the pods", func(t *testing.T) {
+		if err := env.Kube.Delete(ctx, secretGVK, ns, "sessions-auth"); err != nil {
+			t.Fatal(err)
+		}
+		rotated := wantNewCredentials(t, ns, "sessions", creds.password)
+		err := kube.Wait(ctx, defaultTimeout, "the pod template rolls with the new credentials", func(ctx context.Context) error {
+			d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "sessions", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got := d.Spec.Template.Annotations[render.AnnotationCredentials]; got == digest || got == "" {
+				return errors.Errorf("%s is still %q", render.AnnotationCredentials, got)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, claimGVK, ns, "sessions", 2)
+		wantCredentials(t, ns, "sessions", rotated)
+	})
+	rotated := connectionDetails(t, ns, "sessions-memcached")["password"]
+
+	t.Run("an invalid resize keeps the credentials", func(t *testing.T) {
+		resize(t, claimGVK, ns, "sessions", 9)
+		waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec", func(m memcached) error {
+			if m.AvailableReason != "InvalidSpec" {
+				return errors.New("want Available=False/InvalidSpec")
+			}
+			return nil
+		})
+		wantCredentials(t, ns, "sessions", rotated)
+		resize(t, claimGVK, ns, "sessions", 2)
+		waitAvailable(t, claimGVK, ns, "sessions", 2)
+	})
+}
+
+// A claim naming a kubernetes.io/tls Secret, as cert-manager writes it, serves TLS only: its
+// connection Secret says so and carries the CA. A renewed certificate rolls the pods; a broken
+// one is reported on the claim and changes nothing that runs.
+func TestTLSCertificate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "tls")
+	ca := newCA(t)
+	writeTLSSecret(t, ca, ns, "sessions-tls", "sessions")
+	claim := newClaim(ns, "sessions", 1)
+	_ = unstructured.SetNestedField(claim.Object, "sessions-tls", "spec", "tls", "secretName")
+	_ = unstructured.SetNestedField(claim.Object, false, "spec", "auth", "enabled")
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, "sessions", 1)
+
+	cd := waitConnection(t, ns, "sessions-memcached", func(cd map[string]string) error {
+		if cd["tls"] != "true" || cd["ca.crt"] != string(ca.CertPEM) {
+			return errors.Errorf("tls=%q, ca.crt of %d bytes; want tls=true and the CA", cd["tls"], len(cd["ca.crt"]))
+		}
+		return nil
+	})
+	if _, ok := cd["password"]; ok {
+		t.Error("a claim with auth off has a password in its connection Secret")
+	}
+	d := deployment(t, ns, "sessions")
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--enable-ssl") || !slices.Contains(args, "--listen=notls:127.0.0.1:11212") {
+		t.Errorf("memcached args %v: want TLS on, plaintext on loopback only", args)
+	}
+	digest := d.Spec.Template.Annotations[render.AnnotationCertificate]
+
+	t.Run("a renewed certificate rolls the pods", func(t *testing.T) {
+		writeTLSSecret(t, ca, ns, "sessions-tls", "sessions")
+		waitTemplate(t, ns, "sessions", func(d *appsv1.Deployment) error {
+			if got := d.Spec.Template.Annotations[render.AnnotationCertificate]; got == digest {
+				return errors.Errorf("%s is still %q", render.AnnotationCertificate, got)
+			}
+			return nil
+		})
+		waitAvailable(t, claimGVK, ns, "sessions", 1)
+	})
+
+	t.Run("a key that does not match its certificate is reported and changes nothing", func(t *testing.T) {
+		_, _, generation := replicasAndGeneration(t, ns, "sessions")
+		other, err := ca.Issue(pki.Request{CommonName: "other", DNSNames: []string{"other"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, "sessions-tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		good := s.Data[corev1.TLSPrivateKeyKey]
+		s.Data[corev1.TLSPrivateKeyKey] = other.KeyPEM
+		if _, err := env.Kube.Typed.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec naming the TLS Secret", func(m memcached) error {
+			if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "spec.tls.secretName") ||
+				!strings.Contains(m.Message, "tls.crt and tls.key are not a certificate and its private key") {
+				return errors.New("want InvalidSpec naming spec.tls.secretName and the mismatched key")
+			}
+			return nil
+		})
+		if _, _, g := replicasAndGeneration(t, ns, "sessions"); g != generation {
+			t.Errorf("the Deployment changed (generation %d → %d) under a broken certificate", generation, g)
+		}
+		s, err = env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, "sessions-tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data[corev1.TLSPrivateKeyKey] = good
+		if _, err := env.Kube.Typed.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitAvailable(t, claimGVK, ns, "sessions", 1)
+	})
+}
+
+// A claim whose TLS Secret does not exist yet is reported and creates nothing; once
+// cert-manager (here, the test) writes the Secret, Crossplane, which watches what the
+// function required, composes the Memcached without anyone touching the claim.
+func TestTLSSecretCreatedLater(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "tls-later")
+	claim := newClaim(ns, "sessions", 1)
+	_ = unstructured.SetNestedField(claim.Object, "sessions-tls", "spec", "tls", "secretName")
+	apply(t, claim)
+	waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec: the Secret does not exist", func(m memcached) error {
+		want := fmt.Sprintf(`spec.tls.secretName: Invalid value: "sessions-tls": Secret %s/sessions-tls does not exist`, ns)
+		if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, want) {
+			return errors.Errorf("want InvalidSpec %q", want)
+		}
+		return nil
+	})
+	if exists(t, deploymentGVK, ns, "sessions") {
+		t.Error("a Deployment exists for a claim whose TLS Secret does not")
+	}
+	ca := newCA(t)
+	writeTLSSecret(t, ca, ns, "sessions-tls", "sessions")
+	waitAvailable(t, claimGVK, ns, "sessions", 1)
+	creds := wantCredentials(t, ns, "sessions", "")
+	cd := connectionDetails(t, ns, "sessions-memcached")
+	if cd["tls"] != "true" || cd["ca.crt"] != string(ca.CertPEM) || cd["password"] != creds.password {
+		t.Errorf("connection Secret: tls=%q, ca.crt %d bytes, password set %t; want TLS with the CA and the credentials", cd["tls"], len(cd["ca.crt"]), cd["password"] != "")
+	}
+}
+
+// Node selector, tolerations, a priority class, an item size and a NetworkPolicy admitting a
+// named namespace reach the Deployment and the NetworkPolicy the real API server stores; a
+// namespace selector on a label the platform does not allow is refused.
+func TestSchedulingAndNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t, "placed")
+	claim := newClaim(ns, "sessions", 2)
+	spec := claim.Object["spec"].(map[string]any)
+	spec["maxItemSizeMB"] = int64(8)
+	spec["scheduling"] = map[string]any{
+		"nodeSelector": map[string]any{"type": "kwok"},
+		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "cache", "effect": "NoSchedule"}},
+	}
+	spec["networkPolicy"] = map[string]any{"allowedNamespaces": map[string]any{"matchExpressions": []any{
+		map[string]any{"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"web"}},
+	}}}
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, "sessions", 2)
+
+	pod := deployment(t, ns, "sessions").Spec.Template.Spec
+	if pod.NodeSelector["type"] != "kwok" || len(pod.Tolerations) != 1 || pod.Affinity == nil || len(pod.TopologySpreadConstraints) != 1 {
+		t.Errorf("pod: nodeSelector %v, tolerations %v, affinity set %t, spread %d; want the claim's beside the anti-affinity and zone spread",
+			pod.NodeSelector, pod.Tolerations, pod.Affinity != nil, len(pod.TopologySpreadConstraints))
+	}
+	if !slices.Contains(pod.Containers[0].Args, "--max-item-size=8m") {
+		t.Errorf("memcached args %v: want --max-item-size=8m", pod.Containers[0].Args)
+	}
+	np, err := env.Kube.Typed.NetworkingV1().NetworkPolicies(ns).Get(ctx, "sessions", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from := np.Spec.Ingress[0].From; len(from) != 2 || from[1].NamespaceSelector == nil || from[1].NamespaceSelector.MatchExpressions[0].Values[0] != "web" {
+		t.Errorf("the NetworkPolicy admits %+v; want the claim's namespace and namespace web", from)
+	}
+
+	_, _, generation := replicasAndGeneration(t, ns, "sessions")
+	if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, "sessions",
+		[]byte(`{"spec":{"networkPolicy":{"allowedNamespaces":{"matchExpressions":null,"matchLabels":{"team":"web"}}}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec naming the label key", func(m memcached) error {
+		if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "spec.networkPolicy.allowedNamespaces.matchLabels[team]") {
+			return errors.New("want InvalidSpec naming spec.networkPolicy.allowedNamespaces.matchLabels[team]")
+		}
+		return nil
+	})
+	if _, _, g := replicasAndGeneration(t, ns, "sessions"); g != generation {
+		t.Errorf("the Deployment changed (generation %d → %d) under an invalid spec", generation, g)
+	}
+}
+
+// credentials are a claim's, as its connection Secret holds them.
+type credentials struct{ username, password string }
+
+// wantCredentials waits until the claim's connection Secret and its auth Secret hold the same
+// credentials — user memcached and a 32-character password, password when it is not empty —
+// and returns them.
+func wantCredentials(t *testing.T, ns, name, password string) credentials {
+	t.Helper()
+	var got credentials
+	err := kube.Wait(context.Background(), defaultTimeout, "credentials of "+ns+"/"+name, func(ctx context.Context) error {
+		cs, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, name+"-memcached", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		as, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, name+render.AuthSecretSuffix, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got = credentials{string(cs.Data["username"]), string(cs.Data["password"])}
+		switch {
+		case got.username != "memcached" || len(got.password) != 32:
+			return errors.Errorf("connection Secret username %q, password of %d characters", got.username, len(got.password))
+		case password != "" && got.password != password:
+			return errors.New("the connection Secret's password changed")
+		case string(as.Data["password"]) != got.password || string(as.Data["auth-file"]) != "memcached:"+got.password+"\n":
+			return errors.New("the auth Secret and the connection Secret disagree")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// wantNewCredentials waits until the claim's connection Secret holds a password other than
+// old, and returns it.
+func wantNewCredentials(t *testing.T, ns, name, old string) string {
+	t.Helper()
+	cd := waitConnection(t, ns, name+"-memcached", func(cd map[string]string) error {
+		if cd["password"] == old || len(cd["password"]) != 32 {
+			return errors.New("the password has not changed")
+		}
+		return nil
+	})
+	return cd["password"]
+}
+
+// waitConnection waits until check accepts the string data of a connection Secret.
+func waitConnection(t *testing.T, ns, secret string, check func(map[string]string) error) map[string]string {
+	t.Helper()
+	var got map[string]string
+	err := kube.Wait(context.Background(), defaultTimeout, "connection Secret "+ns+"/"+secret, func(ctx context.Context) error {
+		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got = map[string]string{}
+		for k, v := range s.Data {
+			got[k] = string(v)
+		}
+		return check(got)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func deployment(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitTemplate waits until check accepts the Deployment.
+func waitTemplate(t *testing.T, ns, name string, check func(*appsv1.Deployment) error) {
+	t.Helper()
+	err := kube.Wait(context.Background(), defaultTimeout, "Deployment "+ns+"/"+name, func(ctx context.Context) error {
+		d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return check(d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func replicasAndGeneration(t *testing.T, ns, name string) (spec, available, generation int64) {
+	t.Helper()
+	s, g, a := replicas(t, ns, name)
+	return s, a, g
+}
+
+func newCA(t *testing.T) *pki.CA {
+	t.Helper()
+	ca, err := pki.NewCA("e2e memcached CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// writeTLSSecret writes what cert-manager writes for a Certificate of the Memcached name in
+// ns: a kubernetes.io/tls Secret with a new certificate for the Service's DNS name, its key,
+// and the CA.
+func writeTLSSecret(t *testing.T, ca *pki.CA, ns, secret, name string) {
+	t.Helper()
+	host := name + "." + ns + ".svc.cluster.local"
+	kp, err := ca.Issue(pki.Request{CommonName: host, DNSNames: []string{host, "*." + host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": secret, "namespace": ns},
+		"type":     string(corev1.SecretTypeTLS),
+		"stringData": map[string]any{
+			corev1.TLSCertKey: string(kp.CertPEM), corev1.TLSPrivateKeyKey: string(kp.KeyPEM), "ca.crt": string(ca.CertPEM),
+		},
+	}}
+	apply(t, s)
+}
