@@ -50,7 +50,7 @@ type pod struct {
 
 // run renders m's Deployment and runs its memcached container's command with the rendered
 // arguments and mounted Secrets (the auth Secret the function renders, and tlsSecret).
-func run(t *testing.T, m render.Memcached, tlsSecret *corev1.Secret) *pod {
+func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 	t.Helper()
 	p := &pod{dir: memcachedtest.Dir(t), d: &m}
 	publicPort, loopbackPort := memcachedtest.FreePort(t), memcachedtest.FreePort(t)
@@ -118,7 +118,7 @@ func run(t *testing.T, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 	return p
 }
 
-func (p *pod) dial(t *testing.T, addr string) *memcachedtest.Conn {
+func (p *pod) dial(t testing.TB, addr string) *memcachedtest.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
@@ -129,7 +129,7 @@ func (p *pod) dial(t *testing.T, addr string) *memcachedtest.Conn {
 	return mc
 }
 
-func (p *pod) dialTLS(t *testing.T, ca []byte) *memcachedtest.Conn {
+func (p *pod) dialTLS(t testing.TB, ca []byte) *memcachedtest.Conn {
 	t.Helper()
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(ca) {
@@ -146,8 +146,7 @@ func (p *pod) dialTLS(t *testing.T, ca []byte) *memcachedtest.Conn {
 	return mc
 }
 
-func memcached(t *testing.T) render.Memcached {
-	t.Helper()
+func memcached() render.Memcached {
 	return render.Memcached{
 		Name: "sessions", Namespace: "team-a", Size: 1, Image: resolve.DefaultImage, MemoryLimitMB: 64,
 		MaxConnections: 64, Threads: 2, CPURequest: ptr.To(resource.MustParse("100m")),
@@ -155,7 +154,7 @@ func memcached(t *testing.T) render.Memcached {
 	}
 }
 
-func credentials(t *testing.T) *render.Auth {
+func credentials(t testing.TB) *render.Auth {
 	t.Helper()
 	a, err := resolve.NewCredentials(rand.Reader)
 	if err != nil {
@@ -173,7 +172,7 @@ func expectRefusedUnauthenticated(t *testing.T, c *memcachedtest.Conn) {
 }
 
 func TestAuth(t *testing.T) {
-	m := memcached(t)
+	m := memcached()
 	m.Auth = credentials(t)
 	p := run(t, m, nil)
 
@@ -204,7 +203,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	m := memcached(t)
+	m := memcached()
 	secret, ca := tlsSecret(t, m)
 	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
 	if len(errs) > 0 {
@@ -243,7 +242,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestAuthAndTLS(t *testing.T) {
-	m := memcached(t)
+	m := memcached()
 	m.Auth = credentials(t)
 	secret, ca := tlsSecret(t, m)
 	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
@@ -268,7 +267,7 @@ func TestAuthAndTLS(t *testing.T) {
 }
 
 func TestMaxItemSize(t *testing.T) {
-	m := memcached(t)
+	m := memcached()
 	m.MaxItemSizeMB = 2
 	p := run(t, m, nil)
 	c := p.dial(t, p.public)
@@ -285,7 +284,7 @@ func TestMaxItemSize(t *testing.T) {
 	}
 
 	// Without the setting, memcached's 1 MB limit refuses it: the setting is what made it fit.
-	d := run(t, memcached(t), nil)
+	d := run(t, memcached(), nil)
 	if got, err := d.dial(t, d.public).Set("big", big); err != nil || got != "SERVER_ERROR object too large for cache" {
 		t.Errorf("set of a 1.5 MB value with the default item size: %q, %v; want SERVER_ERROR object too large for cache", got, err)
 	}
@@ -294,7 +293,7 @@ func TestMaxItemSize(t *testing.T) {
 // TestExporterThroughAuthProxy runs the auth proxy as the renderer runs it, beside a memcached
 // requiring authentication over TLS, and reads through it what the exporter reads.
 func TestExporterThroughAuthProxy(t *testing.T) {
-	m := memcached(t)
+	m := memcached()
 	m.Auth, m.Metrics, m.AuthProxyImage = credentials(t), true, "memcached-auth-proxy:test"
 	secret, _ := tlsSecret(t, m)
 	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
@@ -412,7 +411,7 @@ func grep(b []byte, s string) string {
 
 // tlsSecret is what cert-manager writes for m: a kubernetes.io/tls Secret whose certificate,
 // signed by a new CA, names the Service's DNS name, and the CA in ca.crt.
-func tlsSecret(t *testing.T, m render.Memcached) (*corev1.Secret, []byte) {
+func tlsSecret(t testing.TB, m render.Memcached) (*corev1.Secret, []byte) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
