@@ -81,4 +81,5 @@ clean:
 include build/bench.mk
 include build/xpkg.mk
 include build/e2e.mk
+include build/node.mk
 include build/provider.mk
