@@ -52,15 +52,18 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 
 // ResponseTTL is how long Crossplane may rely on a response. With realtime compositions (the
 // default in Crossplane v2) an XR is reconciled again when it or any composed resource
-// changes, and otherwise after the shortest TTL of its pipeline. Everything this function
-// reads — the XR, its Input, the composed Deployment, Service and PodDisruptionBudget — is
-// watched, and the function is deterministic (the same request always gets the same
-// response), so it needs no timer to notice anything: the TTL is only a safety net for a
-// missed watch event. Ten minutes instead of the SDK's one cuts idle calls tenfold, and
-// still leaves a cached response (with Crossplane's response cache) valid only as long as
-// the request it answers is unchanged. Without realtime compositions Crossplane ignores the
-// TTL for requeues and polls instead.
-const ResponseTTL = 10 * time.Minute
+// changes, and otherwise after the shortest TTL of its pipeline: Crossplane does not poll.
+// Everything this function reads — the XR, its Input, the composed Deployment, Service and
+// PodDisruptionBudget — is watched and the function is deterministic, so the TTL is the
+// safety net for a watch event that never arrives. One does not: Crossplane's per-XR circuit
+// breaker (100 events, then 1 a second) drops watch events for a busy XR, and a resize of
+// real pods (3 → 5 → 2, each pod's readiness a new status) trips it within seconds (the node
+// lane's TestNodeResize). The XR then changes no more, so no further event comes, and the
+// claim keeps its last status until the TTL: with ten minutes it still said "resizing to 2
+// replicas: 5/2" two minutes after the resize was done. One minute (the SDK's default) bounds
+// that to a minute, for one idle call per XR a minute. Without realtime compositions
+// Crossplane ignores the TTL for requeues and polls instead.
+const ResponseTTL = time.Minute
 
 // ConditionAvailable is the function's own condition on the XR and claim: the tutorial's
 // Available, carried into Crossplane, which owns Ready and Synced itself.
