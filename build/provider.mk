@@ -2,10 +2,7 @@
 # of the top-level Makefile, which defines BIN, GO and the rule for $(BIN)/controller-gen, and,
 # through build/xpkg.mk, $(BIN)/runtime-image and $(CROSSPLANE).
 #
-#   make provider-generate        deepcopy of apis/memcached and the CRDs in package-provider/crds
-#   make provider-check-generate  fail when those are stale (and leave them regenerated)
 #   make provider-build           the provider binary, bin/provider
-#   make provider-test            vet and unit tests of the provider's packages, with coverage
 #   make provider-xpkg            one provider xpkg per platform in _output/, without Docker
 #   make provider-validate        check package-provider/examples against the CRDs, offline
 #
@@ -16,40 +13,13 @@ PROVIDER_NAME ?= provider-memcached
 PROVIDER_ARCHES ?= amd64 arm64
 PROVIDER_OUTPUT_DIR ?= $(CURDIR)/_output
 PROVIDER_CRDS := package-provider/crds
-PROVIDER_PACKAGES := ./apis/memcached/... ./instance/... ./internal/clients/... ./internal/controller/... ./cmd/provider/...
 PROVIDER_SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 PROVIDER_XPKG_FILES := $(foreach a,$(PROVIDER_ARCHES),$(PROVIDER_OUTPUT_DIR)/$(PROVIDER_NAME)-$(a).xpkg)
-
-## provider-generate: deepcopy and CRDs, from the Go types in apis/memcached.
-# The CRD directory is emptied first, so that a kind removed from the types leaves no CRD behind.
-.PHONY: provider-generate
-provider-generate: $(BIN)/controller-gen
-	$(BIN)/controller-gen object paths=./apis/memcached/...
-	rm -f $(PROVIDER_CRDS)/*.yaml
-	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/memcached/... output:crd:artifacts:config=$(PROVIDER_CRDS)
-
-# Hashes every generated file with its name, so that added and removed CRDs count as changes.
-provider_generated_sum = find apis/memcached $(PROVIDER_CRDS) -type f \( -name 'zz_generated*.go' -o -name '*.yaml' \) \
-	| LC_ALL=C sort | xargs sha256sum | sha256sum
-
-## provider-check-generate: fail when generated files are stale (and leave them regenerated).
-.PHONY: provider-check-generate
-provider-check-generate: $(BIN)/controller-gen
-	@before=$$($(provider_generated_sum)); \
-	$(MAKE) --no-print-directory provider-generate >/dev/null; \
-	if [ "$$before" != "$$($(provider_generated_sum))" ]; then \
-		echo "provider: generated files were stale and have been regenerated: review and commit them"; exit 1; fi
 
 ## provider-build: build the provider for this machine into bin/provider.
 .PHONY: provider-build
 provider-build: | $(BIN)
 	$(GO) build -trimpath -o $(BIN)/provider ./cmd/provider
-
-## provider-test: generated files fresh, vet and unit tests of the provider's own packages.
-.PHONY: provider-test
-provider-test: provider-check-generate
-	$(GO) vet $(PROVIDER_PACKAGES)
-	$(GO) test -count=1 -cover $(PROVIDER_PACKAGES)
 
 ## provider-xpkg: build one provider package per platform in $(PROVIDER_OUTPUT_DIR), without Docker.
 # The runtime image is made by the packaging tooling's cmd/runtime-image (build/xpkg.mk), with the

@@ -80,20 +80,21 @@ VALIDATE_RESOURCES ?= $(shell find example -name '*.yaml' $(foreach f,$(VALIDATE
 VALIDATE_CACHE ?= $(OUTPUT_DIR)/validate-cache
 
 ## validate: validate the examples offline; any schema error or kind without a schema fails.
-# `beta validate` always wants the schemas of xpkg.crossplane.io/crossplane/crossplane:<version>
+# `resource validate` wants the schemas of xpkg.crossplane.io/crossplane/crossplane:<version>
 # and skips downloading them when <cache>/xpkg.crossplane.io/crossplane/crossplane@<version>/
-# exists, so the cache is seeded with the CRDs of the Crossplane module in tools/crossplane.
+# exists, so the cache is seeded with the CRDs of the Crossplane core the e2e suite runs
+# (tools/crossplane-core): the examples are checked against the Crossplane they run on.
 .PHONY: validate
 validate: $(CROSSPLANE)
-	@core="$$($(GO) -C tools/crossplane list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
+	@core="$$($(GO) -C tools/crossplane-core list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
 	version="$${core%% *}"; dir="$${core#* }"; \
 	seed="$(VALIDATE_CACHE)/xpkg.crossplane.io/crossplane/crossplane@$$version"; \
 	if [ ! -d "$$seed" ]; then \
 		rm -rf "$$seed.tmp" && mkdir -p "$$seed.tmp" && cp "$$dir"/cluster/crds/*.yaml "$$seed.tmp"/ && \
 		chmod -R u+w "$$seed.tmp" && mv "$$seed.tmp" "$$seed"; \
 	fi; \
-	echo "$(CROSSPLANE) beta validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES)"; \
-	$(CROSSPLANE) beta validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES) \
+	echo "$(CROSSPLANE) resource validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES)"; \
+	$(CROSSPLANE) resource validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES) \
 		--cache-dir="$(VALIDATE_CACHE)" \
 		--crossplane-image="xpkg.crossplane.io/crossplane/crossplane:$$version" \
 		--error-on-missing-schemas

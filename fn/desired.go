@@ -1,23 +1,19 @@
 package fn
 
 import (
-	"strings"
 	"sync"
 
-	"github.com/pkg/errors"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
-	"github.com/example/function-memcached/instance"
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 )
 
@@ -30,13 +26,15 @@ const maxCachedRenders = 1024
 // protobuf form of the response once. Responses share these Structs read-only: protobuf
 // marshals a message concurrently as long as nobody mutates it.
 type rendered struct {
-	// objects are the rendered objects, each already encoded as the resource field of a
-	// fnv1.Resource (see encode).
-	objects map[string][]byte
+	// objects are the rendered objects by composed resource name.
+	objects map[string]*structpb.Struct
 	// endpoint and connection are what the XR reports: status.endpoint and, for claims,
 	// connection details.
 	endpoint   string
 	connection map[string][]byte
+	// want is what the rendered Deployment asks for, which readiness judges the observed one
+	// against; empty when the Memcached runs elsewhere.
+	want readiness.Want
 }
 
 // renderKey identifies a rendering. render.Memcached is comparable except for its CPU
@@ -49,10 +47,12 @@ type renderKey struct {
 }
 
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
-// runs on every reconcile of it.
+// runs on every reconcile of it. Each rendering is also encoded once, for the wire (see
+// wire.go).
 type renderCache struct {
-	mu sync.RWMutex
-	m  map[renderKey]*rendered
+	mu   sync.RWMutex
+	m    map[renderKey]*rendered
+	wire *preEncoded
 }
 
 func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
@@ -78,10 +78,14 @@ func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev
 	if err != nil {
 		return nil, err
 	}
+	if err := c.wire.add(r.objects); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	if len(c.m) >= maxCachedRenders {
-		for old := range c.m { // Evict one entry at random.
+		for old, or := range c.m { // Evict one entry at random.
 			delete(c.m, old)
+			c.wire.forget(or.objects)
 			break
 		}
 	}
@@ -94,62 +98,37 @@ func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev
 // Service and PodDisruptionBudget here, or an Instance of the Memcached provider that runs
 // them in the cluster placement reaches.
 func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
-	objs := map[string]runtime.Object{}
+	var objs []render.Object
 	if placement != nil {
-		i := instance.ForMemcached(m, xpv2.ProviderConfigReference{Name: placement.Name, Kind: placement.Kind})
+		i := remote.Instance(m, xpv2.ProviderConfigReference{Name: placement.Name, Kind: placement.Kind})
 		i.SetName(m.Name)
 		i.SetNamespace(m.Namespace)
 		i.SetLabels(render.Labels(m))
-		objs[KeyInstance] = i
+		objs = append(objs, i)
 	} else {
-		for _, o := range render.Objects(m) {
-			objs[keyOf(o)] = o
-		}
+		objs = render.Objects(m)
 	}
 	if namespaced {
-		objs[KeyConnectionSecret] = render.ConnectionSecret(m)
+		objs = append(objs, render.ConnectionSecret(m))
 	}
 	r := &rendered{
-		objects:    make(map[string][]byte, len(objs)),
+		objects:    make(map[string]*structpb.Struct, len(objs)),
 		endpoint:   render.Endpoint(m),
 		connection: render.ConnectionDetails(m),
 	}
-	for k, o := range objs {
-		s, err := toStruct(o)
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot render %s", k)
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			r.want = readiness.Wanted(d)
 		}
-		if r.objects[k], err = encode(s); err != nil {
-			return nil, errors.Wrapf(err, "cannot encode %s", k)
+		u, err := render.ToApply(o)
+		if err != nil {
+			return nil, err
+		}
+		if r.objects[keyOf(o)], err = structpb.NewStruct(u.Object); err != nil {
+			return nil, errors.Wrapf(err, "cannot render %s %q", u.GetKind(), u.GetName())
 		}
 	}
 	return r, nil
-}
-
-// encode returns s encoded on the wire as field 1 (resource) of a fnv1.Resource.
-//
-// Encoding the rendered objects is most of the cost of a response, and they only change
-// when the spec does. So the function encodes each rendering once, and each response
-// carries the bytes as the Resource's unknown fields: protobuf writes unknown fields out
-// verbatim, and Crossplane, decoding the response, reads them as the resource field they
-// are. In this process the desired Resource's Resource field stays nil; see desiredResource.
-func encode(s *structpb.Struct) ([]byte, error) {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	field := protowire.AppendTag(nil, resourceField, protowire.BytesType)
-	return protowire.AppendBytes(field, b), nil
-}
-
-// resourceField is the field number of fnv1.Resource's resource (a google.protobuf.Struct).
-var resourceField = protowire.Number((&fnv1.Resource{}).ProtoReflect().Descriptor().Fields().ByName("resource").Number())
-
-// desiredResource is a desired fnv1.Resource whose resource is an encoded rendering.
-func desiredResource(encoded []byte, ready fnv1.Ready) *fnv1.Resource {
-	r := &fnv1.Resource{Ready: ready}
-	r.ProtoReflect().SetUnknown(encoded)
-	return r
 }
 
 // keyOf is the composed resource name of a rendered object.
@@ -161,23 +140,11 @@ func keyOf(o render.Object) string {
 		return KeyService
 	case *policyv1.PodDisruptionBudget:
 		return KeyPDB
+	case *corev1.Secret:
+		return KeyConnectionSecret
 	default:
-		return "memcached-" + strings.ToLower(o.GetObjectKind().GroupVersionKind().Kind)
+		return KeyInstance
 	}
-}
-
-// toStruct converts a rendered object into the Struct the response carries, without the
-// empty status and null creationTimestamp that typed objects serialize.
-func toStruct(o runtime.Object) (*structpb.Struct, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
-	}
-	return structpb.NewStruct(m)
 }
 
 // held returns the desired form of an observed object that must stay exactly as it runs:

@@ -6,31 +6,30 @@
 // Everything it decides is delegated: resolve checks the spec against policy, render builds
 // the objects, readiness judges observed state. This package moves data between the
 // RunFunctionRequest and those pure functions and applies Crossplane's rules for results.
-// It runs on every reconcile of every claim, so it reads and writes the request's protobuf
-// Structs directly and converts each distinct rendering only once (see observed.go and
-// desired.go).
+// It runs on every reconcile of every claim, so it reads observed state straight from the
+// request's protobuf Structs (observed.go) and renders each distinct Memcached once
+// (desired.go); Wire sends those renderings pre-encoded (wire.go).
 package fn
 
 import (
 	"context"
-	"reflect"
-	"strings"
 	"time"
 
-	"github.com/pkg/errors"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/response"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
-	"github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
@@ -65,8 +64,8 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 // Crossplane ignores the TTL for requeues and polls instead.
 const ResponseTTL = time.Minute
 
-// ConditionAvailable is the function's own condition on the XR and claim: the tutorial's
-// Available, carried into Crossplane, which owns Ready and Synced itself.
+// ConditionAvailable is the function's own condition on the XR and claim: whether the
+// Memcached serves, and why not. Crossplane owns Ready and Synced itself.
 const ConditionAvailable = "Available"
 
 // Labels Crossplane puts on a claim's XR, from which the function learns where the claim
@@ -91,7 +90,7 @@ func New(log logging.Logger) *Function {
 	return &Function{
 		log:     log,
 		inputs:  settingsCache{m: map[string]settingsEntry{}},
-		renders: renderCache{m: map[renderKey]*rendered{}},
+		renders: renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
 	}
 }
 
@@ -149,25 +148,35 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	var cond readiness.Condition
 	var r *rendered
 	if len(errs) > 0 {
-		cond = hold(desired, observed, od, oi, errs)
+		var holding bool
+		cond, holding = hold(desired, observed, od, oi, errs)
 		// Nothing rendered, yet the endpoint is known when the target is.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+		if !holding {
+			// Nothing of this Memcached runs, and Crossplane would count zero unready
+			// composed resources as a ready XR.
+			composite(rsp).Ready = fnv1.Ready_READY_FALSE
+		}
 	} else {
 		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		cond = compose(desired, observed, r, m, od, oi, placement, prevReason)
+		cond = compose(desired, observed, r, od, oi, placement, prevReason)
+		if placement == nil && !cond.Available && readiness.Applied(od, r.want) {
+			// Everything is applied and still not every replica serves: the pods say why.
+			cond.Message = explain(rsp, req, m, cond.Message)
+		}
 	}
 
 	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
 	// nothing, where it already ran.
-	remote := placement != nil
+	elsewhere := placement != nil
 	if len(errs) > 0 {
-		remote = oi != nil
+		elsewhere = oi != nil
 	}
-	replicas, available := observedReplicas(remote, od, oi)
-	reportStatus(rsp, replicas, available, r, t)
+	replicas, available := observedReplicas(elsewhere, od, oi)
+	reportStatus(rsp, replicas, available, r, m, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
@@ -176,54 +185,57 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 // hold desires every observed composed resource of the function's exactly as it runs, and
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
-// that runs. It returns the InvalidSpec verdict naming every bad field.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) readiness.Condition {
+// that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
+// anything at all.
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
+	holding := false
 	for _, k := range ownKeys {
 		if o, ok := observed[k]; ok {
 			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			holding = true
 		}
 	}
 	if od != nil {
-		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptrOr(od.Spec.Replicas, 1)))
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
 	}
 	if oi != nil {
-		desired[KeyInstance].Ready = ready(instance.Ready(oi))
+		desired[KeyInstance].Ready = ready(remote.Ready(oi))
 	}
-	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
+	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
 }
 
 // compose desires the rendered objects, each marked ready from its observed state, and
 // returns the Available verdict: from the Deployment here, or from the provider's Instance
 // when the Memcached runs in another cluster.
-func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.Memcached, od *appsv1.Deployment,
+func compose(desired, observed map[string]*fnv1.Resource, r *rendered, od *appsv1.Deployment,
 	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
-	for k, encoded := range r.objects {
+	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
 		switch k {
 		case KeyDeployment:
-			rd = ready(readiness.Deployment(od, m.Size))
+			rd = ready(readiness.Deployment(od, r.want))
 		case KeyInstance:
-			rd = ready(oi != nil && instance.Ready(oi))
+			rd = ready(oi != nil && remote.Ready(oi))
 		}
-		desired[k] = desiredResource(encoded, rd)
+		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
 	}
 	if placement == nil {
-		return readiness.Available(od, m.Size, prevReason)
+		return readiness.Available(od, r.want, prevReason)
 	}
 	if oi == nil {
 		oi = &memcachedv1alpha1.Instance{}
 	}
-	return instance.Available(oi)
+	return remote.Available(oi)
 }
 
 // observedReplicas are the replica counts the XR reports where the Memcached is placed: the
 // provider's, for a Memcached in another cluster, or the local Deployment's.
-func observedReplicas(remote bool, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance) (replicas, available int32) {
+func observedReplicas(elsewhere bool, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance) (replicas, available int32) {
 	switch {
-	case remote && oi != nil:
+	case elsewhere && oi != nil:
 		return oi.Status.AtProvider.Replicas, oi.Status.AtProvider.AvailableReplicas
-	case remote:
+	case elsewhere:
 		// Not observed there yet; a local Deployment being replaced does not count.
 		return 0, 0
 	case od != nil:
@@ -232,49 +244,18 @@ func observedReplicas(remote bool, od *appsv1.Deployment, oi *memcachedv1alpha1.
 	return 0, 0
 }
 
-// resolveSpec resolves the XR's spec, which must be an object: the Memcached, and where it
-// runs (nil for this cluster).
+// resolveSpec resolves the XR's spec: the Memcached, and where it runs (nil for this
+// cluster).
 func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
-	v := get(xr, "spec")
-	var spec map[string]any
-	if v != nil {
-		sv, ok := v.GetKind().(*structpb.Value_StructValue)
-		if !ok {
-			return render.Memcached{}, nil, field.ErrorList{field.Invalid(field.NewPath("spec"), v.AsInterface(), "must be an object")}
-		}
-		// Only the API's own fields: a claim's XR spec also holds Crossplane's (resourceRefs,
-		// claimRef, ...), which resolve ignores and converting would only cost.
-		spec = make(map[string]any, len(specFields))
-		for _, k := range specFields {
-			if f, ok := sv.StructValue.GetFields()[k]; ok {
-				spec[k] = f.AsInterface()
-			}
-		}
+	spec, errs := decodeSpec(xr, s)
+	if spec == nil {
+		return render.Memcached{}, nil, errs
 	}
-	m, errs := resolve.Memcached(spec, t.name, t.namespace, s)
-	p, perrs := resolve.Placement(spec, s)
-	return m, p, append(errs, perrs...)
+	root := field.NewPath("spec")
+	m, merrs := resolve.Memcached(root, spec.MemcachedSpec, t.name, t.namespace, s)
+	p, perrs := resolve.Placement(root.Child("providerConfigRef"), spec.ProviderConfigRef, s)
+	return m, p, append(append(errs, merrs...), perrs...)
 }
-
-// specFields are the JSON names of the top-level fields of the claim's spec, read from the
-// API's Go type so that a field added there is never dropped here.
-var specFields = func() []string {
-	var names []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("json"), ",")[0]
-			if name == "" && f.Anonymous {
-				walk(f.Type)
-				continue
-			}
-			names = append(names, name)
-		}
-	}
-	walk(reflect.TypeFor[cachev1alpha1.XMemcachedSpec]())
-	return names
-}()
 
 // targetInfo says where a Memcached's objects live and what they are called.
 type targetInfo struct {
@@ -302,14 +283,12 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 		"a cluster-scoped XMemcached has no namespace for its Deployment: create it through a Memcached claim, or use the namespaced API")}
 }
 
-// reportStatus writes status.replicas, status.availableReplicas and status.endpoint into the
-// desired XR, keeping whatever earlier steps put there, and connection details for claims.
-func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
-	dxr := rsp.Desired.Composite
-	if dxr == nil {
-		dxr = &fnv1.Resource{}
-		rsp.Desired.Composite = dxr
-	}
+// reportStatus writes status.replicas, status.availableReplicas, status.endpoint and
+// status.selector (the pods' label selector, which the scale subresource serves to autoscalers)
+// into the desired XR, keeping whatever earlier steps put there, and connection details for
+// claims.
+func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, m render.Memcached, t targetInfo) {
+	dxr := composite(rsp)
 	if dxr.Resource == nil {
 		dxr.Resource = &structpb.Struct{}
 	}
@@ -330,6 +309,7 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 		return
 	}
 	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
+	status.Fields["selector"] = structpb.NewStringValue(labels.SelectorFromSet(render.SelectorLabels(m)).String())
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
 			dxr.ConnectionDetails = map[string][]byte{}
@@ -354,9 +334,11 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 	}
 	switch c.Reason {
 	case readiness.ReasonInvalidSpec:
-		response.Warning(rsp, errorString(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonDegraded:
-		response.Warning(rsp, errorString("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+	case readiness.ReasonStalled:
+		response.Warning(rsp, errors.New("Memcached "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonAvailable:
 		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonResizing:
@@ -364,21 +346,17 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 	}
 }
 
-// errorString carries a message to response.Warning, which takes an error.
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+// composite is the desired XR of rsp, created when no earlier step desired one.
+func composite(rsp *fnv1.RunFunctionResponse) *fnv1.Resource {
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+	return rsp.Desired.Composite
+}
 
 func ready(b bool) fnv1.Ready {
 	if b {
 		return fnv1.Ready_READY_TRUE
 	}
 	return fnv1.Ready_READY_FALSE
-}
-
-func ptrOr(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
 }

@@ -30,6 +30,9 @@ func TestRunFunction(t *testing.T) {
 		"create-claim-size-3": {
 			reason: "A new size-3 claim gets a 3-replica Deployment, a headless Service and a PodDisruptionBudget in the claim's namespace, none ready yet, Available=False/Creating, the endpoint in status and connection details, and no event.",
 		},
+		"input-default-memory": {
+			reason: "A claim that names no cache size gets the Input's defaults.memoryLimitMB (here 32 MB under a policy maximum of 32), not a schema default.",
+		},
 		"create-no-input": {
 			reason: "Without an Input every default applies: pinned image, 64 MB cache, size 1 without a PodDisruptionBudget.",
 		},
@@ -114,6 +117,36 @@ func TestRunFunction(t *testing.T) {
 		"invalid-move-keeps-local": {
 			reason: "An invalid spec that also names a ProviderConfig moves nothing: the local objects stay as they run and status counts their replicas.",
 		},
+		"fixed-after-invalid": {
+			reason: "A claim that was invalid on create and is fixed while its pods start never served: Creating, with no Degraded warning.",
+		},
+		"change-not-applied": {
+			reason: "After memoryLimitMB 64→128, the old Deployment (3/3, its generation observed) is not ready and the claim reads rolling out, never available with the old settings, until the apply reaches it.",
+		},
+		"stalled": {
+			reason: "A rollout past its progress deadline is Available=False/Stalled with the Deployment's own message, announced by one Warning.",
+		},
+		"stalled-repeated": {
+			reason: "A rollout that stays stalled is not announced again.",
+		},
+		"invalid-input-wrong-kind": {
+			reason: "A step pointing at another function's Input kind is a Fatal result naming what it found, rather than every default silently applying.",
+		},
+		"pods-image-pull": {
+			reason: "Pods that cannot pull their image explain, in the claim's message, why no replica is available.",
+		},
+		"pods-crash-loop": {
+			reason: "A crash-looping pod is named with how it last exited and how often it restarted.",
+		},
+		"pods-oom-killed": {
+			reason: "Containers the kernel killed for memory are named OOMKilled with their restart counts.",
+		},
+		"pods-unschedulable": {
+			reason: "Pods no node fits are Pending with the scheduler's reason.",
+		},
+		"pods-probe-failing": {
+			reason: "Running pods whose readiness probe fails are named; liveness restarts are counted.",
+		},
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},
@@ -128,7 +161,7 @@ func TestRunFunction(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nRunFunction(...): unexpected gRPC error: %v", tc.reason, err)
 			}
-			got := wire(t, rsp)
+			got := rsp
 
 			golden := filepath.Join("testdata", name, "response.yaml")
 			if *update {
@@ -143,19 +176,15 @@ func TestRunFunction(t *testing.T) {
 	}
 }
 
-// wire returns the response as Crossplane receives it: encoded and decoded again, so that
-// renderings the function sends pre-encoded are compared like any other field.
-func wire(t testing.TB, rsp *fnv1.RunFunctionResponse) *fnv1.RunFunctionResponse {
+// fixtures are the request fixtures, testdata/<case>/request.yaml. A test that runs every
+// fixture fails rather than passes when there is none.
+func fixtures(t testing.TB) []string {
 	t.Helper()
-	b, err := proto.Marshal(rsp)
-	if err != nil {
-		t.Fatalf("cannot encode the response: %v", err)
+	files, err := filepath.Glob(filepath.Join("testdata", "*", "request.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no request fixtures in testdata/*/request.yaml (%v)", err)
 	}
-	out := &fnv1.RunFunctionResponse{}
-	if err := proto.Unmarshal(b, out); err != nil {
-		t.Fatalf("cannot decode the response: %v", err)
-	}
-	return out
+	return files
 }
 
 func readProtoYAML(t testing.TB, path string, m proto.Message) {

@@ -2,7 +2,6 @@ package fn
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -29,8 +28,7 @@ import (
 //   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
 //     security context, and every object named with a valid DNS name.
 func FuzzRunFunction(f *testing.F) {
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "*", "request.yaml"))
-	for _, d := range dirs {
+	for _, d := range fixtures(f) {
 		req := &fnv1.RunFunctionRequest{}
 		readProtoYAML(f, d, req)
 		f.Add(jsonOf(req.GetObserved().GetComposite().GetResource()),
@@ -50,7 +48,6 @@ func FuzzRunFunction(f *testing.F) {
 		if err != nil {
 			t.Fatalf("RunFunction returned a gRPC error: %v", err)
 		}
-		rsp = wire(t, rsp)
 		for _, r := range rsp.GetResults() {
 			if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
 				return

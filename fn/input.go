@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/pkg/errors"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/example/function-memcached/input/v1beta1"
@@ -66,6 +66,13 @@ func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 	in := &v1beta1.Input{}
 	if req.GetInput() == nil {
 		return in, nil
+	}
+	// Another function's Input would decode into an empty one and silently apply every
+	// default: name what the step points at instead.
+	gvk := v1beta1.SchemeGroupVersion.WithKind(v1beta1.InputKind)
+	if av, k := str(req.GetInput(), "apiVersion"), str(req.GetInput(), "kind"); av != gvk.GroupVersion().String() || k != gvk.Kind {
+		return nil, errors.Errorf("the step's input is apiVersion %q, kind %q: function-memcached takes apiVersion %q, kind %q",
+			av, k, gvk.GroupVersion().String(), gvk.Kind)
 	}
 	b, err := protojson.Marshal(req.GetInput())
 	if err != nil {

@@ -2,7 +2,6 @@ package fn
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 // would write: nothing at info level per call, and at debug level one line per call that
 // never carries the request, the spec or connection details.
 func TestLogging(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("testdata", "*", "request.yaml"))
+	dirs := fixtures(t)
 	for _, verbosity := range []int{0, 1} {
 		var lines []string
 		log := funcr.New(func(prefix, args string) { lines = append(lines, prefix+args) }, funcr.Options{Verbosity: verbosity})

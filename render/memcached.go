@@ -27,7 +27,7 @@ const (
 )
 
 // Memcached is a fully resolved Memcached: validated, with every default applied. The
-// renderer trusts it; resolving and validating a user's spec is the spec package's job.
+// renderer trusts it; resolving and validating a user's spec is package resolve's job.
 type Memcached struct {
 	// Name is the base name of every rendered object, a DNS-1035 label (see Name).
 	Name string

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // MaxNameLength is the longest base name: a Service name is a DNS-1035 label, and the
@@ -17,7 +19,7 @@ const MaxNameLength = 63
 // mapped to a valid label, and when that changes it, a hash of the original keeps two
 // different names from colliding.
 func Name(s string) string {
-	if isDNS1035Label(s) {
+	if len(validation.IsDNS1035Label(s)) == 0 {
 		return s
 	}
 	var b strings.Builder
@@ -39,25 +41,4 @@ func Name(s string) string {
 		n = n[:MaxNameLength-len(suffix)]
 	}
 	return strings.TrimRight(n, "-") + suffix
-}
-
-// isDNS1035Label reports whether s is a valid DNS-1035 label: at most 63 lower-case
-// alphanumerics or '-', starting with a letter and ending with an alphanumeric.
-func isDNS1035Label(s string) bool {
-	if len(s) == 0 || len(s) > MaxNameLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-		case c >= '0' && c <= '9', c == '-':
-			if i == 0 {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return s[len(s)-1] != '-'
 }

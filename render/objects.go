@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -8,9 +11,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // ConnectionSecretSuffix is appended to the base name for the Secret composed for namespaced
@@ -50,7 +56,7 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
 		}}
 	}
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: objectMeta(m, m.Name),
 		Spec: appsv1.DeploymentSpec{
@@ -72,6 +78,22 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			},
 		},
 	}
+	d.Annotations = map[string]string{AnnotationSpec: specHash(d.Spec)}
+	return d
+}
+
+// AnnotationSpec stamps a rendered Deployment with a digest of its spec. A Deployment that
+// runs, fully available, with another stamp has not received the latest spec yet (the apply
+// is still to come), which readiness reports as a rollout rather than as available with the
+// old settings. It is metadata, so changing it rolls no pod.
+const AnnotationSpec = "cache.example.com/spec"
+
+// specHash is a short digest of a Deployment spec. encoding/json writes a typed spec
+// deterministically (fields in order, map keys sorted).
+func specHash(s appsv1.DeploymentSpec) string {
+	b, _ := json.Marshal(s) // A typed spec always encodes.
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // Service is headless: memcached clients shard keys themselves, so the name must resolve to
@@ -229,4 +251,16 @@ func Objects(m Memcached) []Object {
 		objs = append(objs, PodDisruptionBudget(m))
 	}
 	return objs
+}
+
+// ToApply is what to apply for a rendered object: everything the renderer set and nothing
+// else, without the empty status that typed objects serialize, which whoever applies it must
+// not claim to own. The function composes it, and the provider server-side applies it.
+func ToApply(o Object) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot convert %s %q", o.GetObjectKind().GroupVersionKind().Kind, o.GetName())
+	}
+	delete(m, "status")
+	return &unstructured.Unstructured{Object: m}, nil
 }

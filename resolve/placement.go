@@ -3,7 +3,7 @@ package resolve
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // Kinds of ProviderConfig a Memcached may be placed with.
@@ -12,29 +12,27 @@ const (
 	KindProviderConfig        = "ProviderConfig"
 )
 
-// Placement resolves where a Memcached runs: nil for this cluster, or the ProviderConfig of
-// the Memcached provider that reaches another one. The spec's providerConfigRef wins over
-// the Input's default.
-func Placement(spec map[string]any, s Settings) (*cachev1alpha1.ProviderConfigReference, field.ErrorList) {
-	d := decoder{}
-	ref := d.object(spec, "spec", "providerConfigRef")
+// Placement resolves where a Memcached runs, from the providerConfigRef at p: nil for this
+// cluster, or the ProviderConfig of the Memcached provider that reaches another one. A
+// claim's own reference wins over the Input's default.
+func Placement(p *field.Path, ref *cachev1alpha1.ProviderConfigReference, s Settings) (*cachev1alpha1.ProviderConfigReference, field.ErrorList) {
 	if ref == nil {
-		if len(d.errs) > 0 {
-			return nil, d.errs
-		}
 		return s.ProviderConfigRef, nil
 	}
-	out := &cachev1alpha1.ProviderConfigReference{
-		Name: d.str(ref, "spec.providerConfigRef", "name", ""),
-		Kind: d.str(ref, "spec.providerConfigRef", "kind", KindClusterProviderConfig),
-	}
-	if len(d.errs) == 0 {
-		d.errs = checkRef(field.NewPath("spec", "providerConfigRef"), out)
-	}
-	if len(d.errs) > 0 {
-		return nil, d.errs
+	out := withDefaultKind(*ref)
+	if errs := checkRef(p, out); len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
+}
+
+// withDefaultKind returns a copy of r whose empty kind reads ClusterProviderConfig, the
+// platform's kind of config.
+func withDefaultKind(r cachev1alpha1.ProviderConfigReference) *cachev1alpha1.ProviderConfigReference {
+	if r.Kind == "" {
+		r.Kind = KindClusterProviderConfig
+	}
+	return &r
 }
 
 // checkRef reports a reference that names nothing or a kind the Memcached provider does not

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
 	"github.com/example/function-memcached/render"
 )
@@ -26,7 +26,7 @@ func defaults(t *testing.T) Settings {
 
 func TestMemcached(t *testing.T) {
 	type args struct {
-		spec map[string]any
+		spec v1alpha1.MemcachedSpec
 		in   *v1beta1.Input
 	}
 	type want struct {
@@ -50,17 +50,16 @@ func TestMemcached(t *testing.T) {
 	}{
 		"EmptySpec": {
 			reason: "An empty spec is a valid, production-shaped Memcached of one replica.",
-			args:   args{spec: nil},
 			want:   want{m: base},
 		},
 		"EveryField": {
 			reason: "Every field of the API reaches the renderer.",
-			args: args{spec: map[string]any{
-				"size": 3.0, "image": "docker.io/library/memcached:1.6.38", "memoryLimitMB": 512.0,
-				"maxConnections": 4096.0, "threads": 8.0,
-				"resources":        map[string]any{"requests": map[string]any{"cpu": "250m"}, "limits": map[string]any{"cpu": "2"}},
-				"highAvailability": map[string]any{"enabled": false},
-				"metrics":          map[string]any{"enabled": true},
+			args: args{spec: v1alpha1.MemcachedSpec{
+				Size: ptr.To[int32](3), Image: "docker.io/library/memcached:1.6.38", MemoryLimitMB: ptr.To[int32](512),
+				MaxConnections: ptr.To[int32](4096), Threads: ptr.To[int32](8),
+				Resources:        &v1alpha1.CPUResources{Requests: &v1alpha1.CPU{CPU: "250m"}, Limits: &v1alpha1.CPU{CPU: "2"}},
+				HighAvailability: &v1alpha1.HighAvailability{Enabled: ptr.To(false)},
+				Metrics:          &v1alpha1.Metrics{Enabled: ptr.To(true)},
 			}},
 			want: want{m: with(func(m *render.Memcached) {
 				m.Size, m.Image, m.MemoryLimitMB, m.MaxConnections, m.Threads = 3, "docker.io/library/memcached:1.6.38", 512, 4096, 8
@@ -70,71 +69,79 @@ func TestMemcached(t *testing.T) {
 		},
 		"InputDefaults": {
 			reason: "The Input's defaults fill what the claim leaves empty.",
-			args: args{spec: map[string]any{}, in: &v1beta1.Input{Defaults: v1beta1.Defaults{
+			args: args{in: &v1beta1.Input{Defaults: v1beta1.Defaults{
 				Image: "registry.example.com/memcached:1.6", MemoryLimitMB: ptr.To[int32](256), ExporterImage: "registry.example.com/exporter:1",
 			}, Policy: v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](512)}}},
 			want: want{m: with(func(m *render.Memcached) {
 				m.Image, m.MemoryLimitMB, m.ExporterImage = "registry.example.com/memcached:1.6", 256, "registry.example.com/exporter:1"
 			})},
 		},
+		"SmallPolicyWithItsDefault": {
+			reason: "A platform whose policy allows at most 32 MB and whose default is 32 MB accepts a claim that names no cache size.",
+			args: args{in: &v1beta1.Input{
+				Defaults: v1beta1.Defaults{MemoryLimitMB: ptr.To[int32](32)},
+				Policy:   v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](32)},
+			}},
+			want: want{m: with(func(m *render.Memcached) { m.MemoryLimitMB = 32 })},
+		},
+		"SmallPolicyWithoutDefault": {
+			reason: "The built-in 64 MB default yields to a policy maximum below it, rather than rejecting every claim that names no cache size.",
+			args:   args{in: &v1beta1.Input{Policy: v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](32)}}},
+			want:   want{m: with(func(m *render.Memcached) { m.MemoryLimitMB = 32 })},
+		},
 		"SizeOverPolicy": {
 			reason: "A size over policy.maxSize names the field, the value and the limit.",
-			args:   args{spec: map[string]any{"size": 9.0}},
+			args:   args{spec: v1alpha1.MemcachedSpec{Size: ptr.To[int32](9)}},
 			want:   want{errs: []string{"spec.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"}},
 		},
 		"SizeRaisedByPolicy": {
 			reason: "A platform may allow more replicas.",
-			args:   args{spec: map[string]any{"size": 9.0}, in: &v1beta1.Input{Policy: v1beta1.Policy{MaxSize: ptr.To[int32](10)}}},
+			args:   args{spec: v1alpha1.MemcachedSpec{Size: ptr.To[int32](9)}, in: &v1beta1.Input{Policy: v1beta1.Policy{MaxSize: ptr.To[int32](10)}}},
 			want:   want{m: with(func(m *render.Memcached) { m.Size = 9 })},
 		},
-		"SizeZeroNegativeHugeFraction": {
-			reason: "Zero, negative, huge and fractional sizes are all rejected with the value the user wrote.",
-			args:   args{spec: map[string]any{"size": -1.0, "threads": 1e12, "maxConnections": 0.5, "memoryLimitMB": 8.0}},
+		"EveryBoundAtOnce": {
+			reason: "Zero, negative and out-of-range integers are all reported at once, each with its value and limit, large ones never in e-notation.",
+			args: args{spec: v1alpha1.MemcachedSpec{
+				Size: ptr.To[int32](-1), MemoryLimitMB: ptr.To[int32](8), MaxConnections: ptr.To[int32](0), Threads: ptr.To[int32](1000000),
+			}},
 			want: want{errs: []string{
 				"spec.size: Invalid value: -1: must be an integer between 1 and 3 (policy.maxSize)",
 				"spec.memoryLimitMB: Invalid value: 8: must be an integer between 16 and 1024 (policy.maxMemoryLimitMB)",
-				"spec.maxConnections: Invalid value: 0.5: must be an integer between 1 and 65536",
-				"spec.threads: Invalid value: 1e+12: must be an integer between 1 and 64",
-			}},
-		},
-		"WrongTypes": {
-			reason: "A wrong type names the field and shows the value.",
-			args: args{spec: map[string]any{
-				"size": "three", "image": 7.0, "resources": "lots", "highAvailability": map[string]any{"enabled": "yes"},
-			}},
-			want: want{errs: []string{
-				`spec.size: Invalid value: "three": must be an integer between 1 and 3 (policy.maxSize)`,
-				"spec.image: Invalid value: 7: must be a string",
-				`spec.highAvailability.enabled: Invalid value: "yes": must be true or false`,
-				`spec.resources: Invalid value: "lots": must be an object`,
+				"spec.maxConnections: Invalid value: 0: must be an integer between 1 and 65536",
+				"spec.threads: Invalid value: 1000000: must be an integer between 1 and 64",
 			}},
 		},
 		"BadImage": {
 			reason: "An image with spaces is not a reference.",
-			args:   args{spec: map[string]any{"image": "memcached latest"}},
+			args:   args{spec: v1alpha1.MemcachedSpec{Image: "memcached latest"}},
 			want:   want{errs: []string{`spec.image: Invalid value: "memcached latest": must be a valid image reference, like memcached:1.6.39-alpine`}},
 		},
 		"RegistryNotAllowed": {
-			reason: "An image from a registry the policy does not list is rejected, naming the allowed ones.",
-			args: args{spec: map[string]any{"image": "ghcr.io/x/memcached:1"},
+			reason: "An image from a registry the policy does not list is rejected, naming the policy field and the allowed registries.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "ghcr.io/x/memcached:1"},
 				in: &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"docker.io", "registry.example.com"}}}},
-			want: want{errs: []string{`spec.image: Invalid value: "ghcr.io/x/memcached:1": registry ghcr.io is not allowed; allowed registries are docker.io, registry.example.com`}},
+			want: want{errs: []string{`spec.image: Invalid value: "ghcr.io/x/memcached:1": registry ghcr.io is not allowed; policy.allowedRegistries allows docker.io, registry.example.com`}},
 		},
 		"DockerHubAliases": {
 			reason: "docker.io in the policy allows Docker Hub images written without a registry.",
-			args: args{spec: map[string]any{"image": "memcached:1.6.38"},
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "memcached:1.6.38"},
 				in: &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"docker.io"}}}},
 			want: want{m: with(func(m *render.Memcached) { m.Image = "memcached:1.6.38" })},
 		},
 		"CPULimitBelowRequest": {
 			reason: "A CPU limit below the request could never be scheduled as asked.",
-			args:   args{spec: map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "50m"}}}},
+			args:   args{spec: v1alpha1.MemcachedSpec{Resources: &v1alpha1.CPUResources{Limits: &v1alpha1.CPU{CPU: "50m"}}}},
 			want:   want{errs: []string{"spec.resources.limits.cpu: Invalid value: \"50m\": must be at least resources.requests.cpu (100m)"}},
 		},
 		"CPUNotAQuantity": {
 			reason: "A CPU that is not a positive quantity is rejected.",
-			args:   args{spec: map[string]any{"resources": map[string]any{"requests": map[string]any{"cpu": "-1"}}}},
+			args:   args{spec: v1alpha1.MemcachedSpec{Resources: &v1alpha1.CPUResources{Requests: &v1alpha1.CPU{CPU: "-1"}}}},
 			want:   want{errs: []string{`spec.resources.requests.cpu: Invalid value: "-1": must be a positive CPU quantity, like "100m" or "1"`}},
+		},
+		"InstanceRoot": {
+			reason: "An Instance's fields are named where they live, under spec.forProvider.",
+			args:   args{spec: v1alpha1.MemcachedSpec{Size: ptr.To[int32](4)}},
+			want:   want{errs: []string{"spec.forProvider.size: Invalid value: 4: must be an integer between 1 and 3 (policy.maxSize)"}},
 		},
 	}
 	for name, tc := range cases {
@@ -143,7 +150,11 @@ func TestMemcached(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, errs := Memcached(tc.args.spec, "sessions", "team-a", s)
+			root := field.NewPath("spec")
+			if name == "InstanceRoot" {
+				root = field.NewPath("spec", "forProvider")
+			}
+			got, errs := Memcached(root, tc.args.spec, "sessions", "team-a", s)
 			if diff := cmp.Diff(tc.want.errs, messages(errs)); diff != "" {
 				t.Errorf("%s\nMemcached(...) errors: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -165,61 +176,90 @@ func messages(errs field.ErrorList) []string {
 	return out
 }
 
-// TestResolveReadsEveryAPIField proves the resolver and the API types agree: for every
-// leaf field of v1alpha1.XMemcachedSpec (and so of the XRD), a value of the wrong type is
-// reported by Memcached or Placement at exactly that field. A field added to the API but not
-// to the resolver fails here.
+// TestResolveReadsEveryAPIField proves the resolver and the API types agree: setting any
+// leaf field of v1alpha1.MemcachedSpec (and so of the XRD) changes what Memcached resolves, or
+// is reported at exactly that field. A field added to the API but not to the resolver fails
+// here.
 func TestResolveReadsEveryAPIField(t *testing.T) {
-	leaves := jsonLeaves(reflect.TypeFor[v1alpha1.XMemcachedSpec](), nil)
-	if len(leaves) < 11 {
-		t.Fatalf("found only %d leaf fields in MemcachedSpec: %v", len(leaves), leaves)
+	empty, errs := Memcached(field.NewPath("spec"), v1alpha1.MemcachedSpec{}, "sessions", "team-a", defaults(t))
+	if len(errs) > 0 {
+		t.Fatal(errs)
 	}
-	for _, leaf := range leaves {
-		t.Run(strings.Join(leaf, "."), func(t *testing.T) {
-			spec := map[string]any{}
-			cur := spec
-			for _, k := range leaf[:len(leaf)-1] {
-				next := map[string]any{}
-				cur[k] = next
-				cur = next
+	leaves := 0
+	var walk func(typ reflect.Type, path []string)
+	walk = func(typ reflect.Type, path []string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			p := append(append([]string{}, path...), strings.Split(f.Tag.Get("json"), ",")[0])
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
 			}
-			cur[leaf[len(leaf)-1]] = []any{"wrong type"}
-			_, errs := Memcached(spec, "sessions", "team-a", defaults(t))
-			_, perrs := Placement(spec, defaults(t))
-			errs = append(errs, perrs...)
-			want := "spec." + strings.Join(leaf, ".")
-			if len(errs) != 1 || errs[0].Field != want {
-				t.Errorf("Memcached(%v): want one error at %s, got %v", spec, want, errs)
+			if ft.Kind() == reflect.Struct {
+				walk(ft, p)
+				continue
 			}
-		})
+			leaves++
+			t.Run(strings.Join(p, "."), func(t *testing.T) {
+				for _, val := range sampleValues(ft) {
+					spec := v1alpha1.MemcachedSpec{}
+					setLeaf(reflect.ValueOf(&spec).Elem(), p, val)
+					got, errs := Memcached(field.NewPath("spec"), spec, "sessions", "team-a", defaults(t))
+					for _, e := range errs {
+						if e.Field == "spec."+strings.Join(p, ".") {
+							return
+						}
+					}
+					if len(errs) == 0 && !cmp.Equal(empty, got) {
+						return
+					}
+				}
+				t.Errorf("setting spec.%s changes nothing Memcached resolves", strings.Join(p, "."))
+			})
+		}
+	}
+	walk(reflect.TypeFor[v1alpha1.MemcachedSpec](), nil)
+	if leaves < 9 {
+		t.Fatalf("found only %d leaf fields in MemcachedSpec", leaves)
 	}
 }
 
-// jsonLeaves lists the JSON paths of the scalar fields of a struct type.
-func jsonLeaves(t reflect.Type, prefix []string) [][]string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+// sampleValues are values of a leaf's type to try: at least one of them differs from any
+// default.
+func sampleValues(t reflect.Type) []reflect.Value {
+	switch t.Kind() {
+	case reflect.Int32:
+		return []reflect.Value{reflect.ValueOf(int32(2))}
+	case reflect.String:
+		return []reflect.Value{reflect.ValueOf("2")}
+	case reflect.Bool:
+		return []reflect.Value{reflect.ValueOf(true), reflect.ValueOf(false)}
 	}
-	var out [][]string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if name == "" && f.Anonymous {
-			out = append(out, jsonLeaves(ft, prefix)...) // Inline: the parent's fields.
+	panic("no sample values for " + t.String())
+}
+
+// setLeaf sets the field at the JSON path p of v (a struct), allocating pointers on the way.
+func setLeaf(v reflect.Value, p []string, val reflect.Value) {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if strings.Split(f.Tag.Get("json"), ",")[0] != p[0] {
 			continue
 		}
-		path := append(append([]string{}, prefix...), name)
-		if ft.Kind() == reflect.Struct {
-			out = append(out, jsonLeaves(ft, path)...)
-			continue
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				fv.Set(reflect.New(fv.Type().Elem()))
+			}
+			fv = fv.Elem()
 		}
-		out = append(out, path)
+		if len(p) == 1 {
+			fv.Set(val)
+			return
+		}
+		setLeaf(fv, p[1:], val)
+		return
 	}
-	return out
+	panic("no field " + p[0])
 }
 
 func TestNewSettings(t *testing.T) {
@@ -235,15 +275,27 @@ func TestNewSettings(t *testing.T) {
 			want:   "invalid function Input: policy.maxSize: Invalid value: 0: must be at least 1",
 		},
 		"DefaultMemoryOverCeiling": {
-			reason: "A default the policy itself forbids is rejected.",
-			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{MemoryLimitMB: ptr.To[int32](2048)}},
-			want:   "invalid function Input: defaults.memoryLimitMB: Invalid value: 2048: must be between 16 and policy.maxMemoryLimitMB",
+			reason: "A default the Input's own policy forbids is rejected, naming both fields and the limit.",
+			in: &v1beta1.Input{
+				Defaults: v1beta1.Defaults{MemoryLimitMB: ptr.To[int32](2048)},
+				Policy:   v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](512)},
+			},
+			want: "invalid function Input: defaults.memoryLimitMB: Invalid value: 2048: must be an integer between 16 and 512 (policy.maxMemoryLimitMB)",
 		},
 		"DefaultImageNotAllowed": {
-			reason: "The default image must come from an allowed registry too.",
+			reason: "The default images must come from an allowed registry too, naming both fields.",
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"registry.example.com"}}},
-			want: "invalid function Input: [defaults.image: Invalid value: \"memcached:1.6.39-alpine\": registry docker.io is not allowed; allowed registries are registry.example.com, " +
-				"defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; allowed registries are registry.example.com]",
+			want: "invalid function Input: [defaults.image: Invalid value: \"memcached:1.6.39-alpine\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, " +
+				"defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com]",
+		},
+		"SmallPolicy": {
+			reason: "A policy maximum of 32 MB without a default of its own is valid: the built-in default yields to it.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](32)}},
+		},
+		"PolicyBelowMemcachedsMinimum": {
+			reason: "A policy maximum below the smallest useful cache is named alone, not with the default it makes invalid.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](8)}},
+			want:   "invalid function Input: policy.maxMemoryLimitMB: Invalid value: 8: must be at least 16",
 		},
 		"BadRegistry": {
 			reason: "An allowed registry must be a registry host.",
@@ -269,30 +321,30 @@ func TestPlacement(t *testing.T) {
 	platform := &v1beta1.Input{Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "workload-eu"}}}
 	cases := map[string]struct {
 		reason string
-		spec   map[string]any
+		ref    *v1alpha1.ProviderConfigReference
 		in     *v1beta1.Input
 		want   *v1alpha1.ProviderConfigReference
 		errs   []string
 	}{
-		"Here": {reason: "Without a ProviderConfig anywhere, Memcached runs in this cluster.", spec: map[string]any{}},
+		"Here": {reason: "Without a ProviderConfig anywhere, Memcached runs in this cluster."},
 		"PlatformDefault": {
 			reason: "The Input's default places claims that name none, as a ClusterProviderConfig.",
-			spec:   map[string]any{}, in: platform,
-			want: &v1alpha1.ProviderConfigReference{Name: "workload-eu", Kind: KindClusterProviderConfig},
+			in:     platform,
+			want:   &v1alpha1.ProviderConfigReference{Name: "workload-eu", Kind: KindClusterProviderConfig},
 		},
 		"ClaimWins": {
 			reason: "A claim's own providerConfigRef wins over the platform's default.",
-			spec:   map[string]any{"providerConfigRef": map[string]any{"name": "team-cluster", "kind": "ProviderConfig"}}, in: platform,
+			ref:    &v1alpha1.ProviderConfigReference{Name: "team-cluster", Kind: "ProviderConfig"}, in: platform,
 			want: &v1alpha1.ProviderConfigReference{Name: "team-cluster", Kind: KindProviderConfig},
 		},
 		"NoName": {
 			reason: "A reference must name something.",
-			spec:   map[string]any{"providerConfigRef": map[string]any{}},
+			ref:    &v1alpha1.ProviderConfigReference{},
 			errs:   []string{"spec.providerConfigRef.name: Required value: the name of a ProviderConfig of the Memcached provider"},
 		},
 		"WrongKind": {
 			reason: "Only the Memcached provider's two kinds can be referenced.",
-			spec:   map[string]any{"providerConfigRef": map[string]any{"name": "x", "kind": "Secret"}},
+			ref:    &v1alpha1.ProviderConfigReference{Name: "x", Kind: "Secret"},
 			errs:   []string{`spec.providerConfigRef.kind: Unsupported value: "Secret": supported values: "ClusterProviderConfig", "ProviderConfig"`},
 		},
 	}
@@ -302,7 +354,7 @@ func TestPlacement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, errs := Placement(tc.spec, s)
+			got, errs := Placement(field.NewPath("spec", "providerConfigRef"), tc.ref, s)
 			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
 				t.Errorf("%s\nPlacement(...) errors: -want, +got:\n%s", tc.reason, diff)
 			}

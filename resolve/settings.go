@@ -1,18 +1,21 @@
-// Package resolve turns what a user wrote (an XR's spec, as unstructured data) and what the
-// platform team configured (the function's Input) into a render.Memcached, or into a list of
-// field errors that name the field, the value and the limit. It is the only place where
-// defaults and policy live, so the function and the managed-resource controller accept and
-// reject exactly the same specs.
+// Package resolve turns what a user wrote (a claim's spec, or an Instance's forProvider) and
+// what the platform team configured (the function's Input) into a render.Memcached, or into a
+// list of field errors that name the field, the value and the limit. It is the only place
+// where defaults and policy live (the XRD schema carries no default the Input could set), so
+// the function and the provider accept and reject exactly the same specs.
 package resolve
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
 )
 
@@ -23,9 +26,12 @@ const (
 	DefaultImage = "memcached:1.6.39-alpine"
 	// DefaultExporterImage is the pinned Prometheus memcached exporter.
 	DefaultExporterImage = "prom/memcached-exporter:v0.15.4"
-	// DefaultMemoryLimitMB is the tutorial's cache size.
+	// DefaultSize is one replica: the smallest Memcached, for a claim that names no size.
+	DefaultSize = 1
+	// DefaultMemoryLimitMB is memcached's own default cache size. A policy whose maximum is
+	// smaller lowers it to that maximum, unless the Input sets defaults.memoryLimitMB.
 	DefaultMemoryLimitMB = 64
-	// DefaultMaxSize is the tutorial's limit of three replicas.
+	// DefaultMaxSize is three replicas unless the platform allows more.
 	DefaultMaxSize = 3
 	// DefaultMaxMemoryLimitMB caps a cache at 1 GiB unless the platform allows more.
 	DefaultMaxMemoryLimitMB = 1024
@@ -55,39 +61,30 @@ type Settings struct {
 
 // NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
 // here is the platform team's mistake, not the claim owner's: the function reports it as
-// Fatal, and the message names the Input field.
+// Fatal, and the message names the Input field and, when a default breaks the Input's own
+// policy, the policy field too.
 func NewSettings(in *v1beta1.Input) (Settings, error) {
-	s := Settings{
-		Image:            DefaultImage,
-		ExporterImage:    DefaultExporterImage,
-		MemoryLimitMB:    DefaultMemoryLimitMB,
-		MaxSize:          DefaultMaxSize,
-		MaxMemoryLimitMB: DefaultMaxMemoryLimitMB,
-	}
 	if in == nil {
-		return s, nil
+		in = &v1beta1.Input{}
 	}
+	s := Settings{
+		Image:             DefaultImage,
+		ExporterImage:     DefaultExporterImage,
+		MaxSize:           int64(ptr.Deref(in.Policy.MaxSize, DefaultMaxSize)),
+		MaxMemoryLimitMB:  int64(ptr.Deref(in.Policy.MaxMemoryLimitMB, DefaultMaxMemoryLimitMB)),
+		AllowedRegistries: in.Policy.AllowedRegistries,
+	}
+	// The built-in cache size yields to a smaller policy maximum; a default the platform team
+	// wrote does not, and is checked against it below.
+	s.MemoryLimitMB = int64(ptr.Deref(in.Defaults.MemoryLimitMB, int32(min(DefaultMemoryLimitMB, max(s.MaxMemoryLimitMB, MinMemoryLimitMB)))))
 	if in.Defaults.Image != "" {
 		s.Image = in.Defaults.Image
 	}
 	if in.Defaults.ExporterImage != "" {
 		s.ExporterImage = in.Defaults.ExporterImage
 	}
-	if in.Defaults.MemoryLimitMB != nil {
-		s.MemoryLimitMB = int64(*in.Defaults.MemoryLimitMB)
-	}
-	if in.Policy.MaxSize != nil {
-		s.MaxSize = int64(*in.Policy.MaxSize)
-	}
-	if in.Policy.MaxMemoryLimitMB != nil {
-		s.MaxMemoryLimitMB = int64(*in.Policy.MaxMemoryLimitMB)
-	}
-	s.AllowedRegistries = in.Policy.AllowedRegistries
 	if r := in.Defaults.ProviderConfigRef; r != nil {
-		s.ProviderConfigRef = &cachev1alpha1.ProviderConfigReference{Name: r.Name, Kind: r.Kind}
-		if s.ProviderConfigRef.Kind == "" {
-			s.ProviderConfigRef.Kind = KindClusterProviderConfig
-		}
+		s.ProviderConfigRef = withDefaultKind(*r)
 	}
 
 	var errs field.ErrorList
@@ -95,11 +92,9 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "maxSize"), s.MaxSize, "must be at least 1"))
 	}
 	if s.MaxMemoryLimitMB < MinMemoryLimitMB {
-		errs = append(errs, field.Invalid(field.NewPath("policy", "maxMemoryLimitMB"), s.MaxMemoryLimitMB, "must be at least 16"))
-	}
-	if s.MemoryLimitMB < MinMemoryLimitMB || s.MemoryLimitMB > s.MaxMemoryLimitMB {
-		errs = append(errs, field.Invalid(field.NewPath("defaults", "memoryLimitMB"), s.MemoryLimitMB,
-			"must be between 16 and policy.maxMemoryLimitMB"))
+		errs = append(errs, field.Invalid(field.NewPath("policy", "maxMemoryLimitMB"), s.MaxMemoryLimitMB, fmt.Sprintf("must be at least %d", MinMemoryLimitMB)))
+	} else if s.MemoryLimitMB < MinMemoryLimitMB || s.MemoryLimitMB > s.MaxMemoryLimitMB {
+		errs = append(errs, field.Invalid(field.NewPath("defaults", "memoryLimitMB"), s.MemoryLimitMB, "must be "+s.Rule("memoryLimitMB")))
 	}
 	for i, r := range s.AllowedRegistries {
 		if _, err := name.NewRegistry(r, name.StrictValidation); err != nil || r == "" {
@@ -133,7 +128,7 @@ func (s Settings) checkImage(p *field.Path, image string) field.ErrorList {
 			return nil
 		}
 	}
-	return field.ErrorList{field.Invalid(p, image, "registry "+reg+" is not allowed; allowed registries are "+strings.Join(s.AllowedRegistries, ", "))}
+	return field.ErrorList{field.Invalid(p, image, "registry "+reg+" is not allowed; policy.allowedRegistries allows "+strings.Join(s.AllowedRegistries, ", "))}
 }
 
 // normalizeRegistry maps Docker Hub's aliases to one name, so that a policy naming

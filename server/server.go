@@ -1,30 +1,27 @@
-// Package server serves a composition function over gRPC the way Crossplane expects
-// (function-sdk-go's conventions: mTLS, v1 and v1beta1 services, Prometheus metrics), and
-// adds what the SDK's Serve lacks for a production control plane: a floor of TLS 1.2, and a
-// graceful stop that lets in-flight RunFunction calls finish when the pod is terminated.
+// Package server serves a composition function over gRPC the way function-sdk-go's Serve
+// does (the SDK's own options load the mTLS credentials, with TLS 1.2 as the floor and client
+// certificates required; v1 and v1beta1 services; health; Prometheus metrics), and adds the
+// one thing Serve lacks: Serve blocks until the process dies, while this package stops when
+// its context is done, letting in-flight RunFunction calls finish (up to a grace period), so
+// that a rolling update of the function never fails a reconcile.
 package server
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	grpcprometheus "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
-	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	function "github.com/crossplane/function-sdk-go"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	fnv1beta1 "github.com/crossplane/function-sdk-go/proto/v1beta1"
@@ -115,30 +112,19 @@ func Serve(ctx context.Context, fn fnv1.FunctionRunnerServiceServer, o Options) 
 	return nil
 }
 
-// credentialsFor returns mTLS credentials, or insecure ones only when asked for explicitly.
+// credentialsFor returns the SDK's mTLS credentials, or insecure ones only when asked for
+// explicitly.
 func credentialsFor(o Options) (credentials.TransportCredentials, error) {
-	if o.Insecure {
-		return insecure.NewCredentials(), nil
+	so := &function.ServeOptions{}
+	opt := function.Insecure(true)
+	if !o.Insecure {
+		if o.TLSServerCertsDir == "" {
+			return nil, errors.New("no TLS certificates: set --tls-server-certs-dir (or TLS_SERVER_CERTS_DIR), or --insecure for local development")
+		}
+		opt = function.MTLSCertificates(o.TLSServerCertsDir)
 	}
-	if o.TLSServerCertsDir == "" {
-		return nil, errors.New("no TLS certificates: set --tls-server-certs-dir (or TLS_SERVER_CERTS_DIR), or --insecure for local development")
+	if err := opt(so); err != nil {
+		return nil, errors.Wrapf(err, "cannot load the TLS credentials in %s", o.TLSServerCertsDir)
 	}
-	crt, err := tls.LoadX509KeyPair(filepath.Join(o.TLSServerCertsDir, "tls.crt"), filepath.Join(o.TLSServerCertsDir, "tls.key"))
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot load the server certificate from %s", o.TLSServerCertsDir)
-	}
-	ca, err := os.ReadFile(filepath.Join(o.TLSServerCertsDir, "ca.crt"))
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read the client CA certificate")
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, errors.Errorf("no valid certificate in %s", filepath.Join(o.TLSServerCertsDir, "ca.crt"))
-	}
-	return credentials.NewTLS(&tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{crt},
-		ClientCAs:    pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-	}), nil
+	return so.Credentials, nil
 }

@@ -191,7 +191,7 @@ func TestMTLS(t *testing.T) {
 
 // TestTLSVersionFloor dials with a raw TLS 1.1 handshake (gRPC clients would refuse it
 // themselves) to show that the server, not the client, refuses old TLS. Two things hold the
-// floor: the server's MinVersion and gRPC's TLS 1.2-only default cipher suites.
+// floor: the MinVersion of the SDK's credentials and gRPC's TLS 1.2-only default cipher suites.
 func TestTLSVersionFloor(t *testing.T) {
 	p := newPKI(t)
 	addr, _ := start(t, &echo{}, Options{TLSServerCertsDir: p.dir})

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
@@ -129,12 +130,10 @@ func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
 		LeaderElectionID:           "crossplane-leader-election-provider-memcached",
 		LeaderElectionNamespace:    c.LeaderElectionNamespace,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              ptr.To(60 * time.Second),
+		RenewDeadline:              ptr.To(50 * time.Second),
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func main() {
 	ctx := kong.Parse(&cli{}, kong.Description("A Crossplane provider that runs Memcached in other clusters."))

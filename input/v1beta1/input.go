@@ -3,7 +3,7 @@ package v1beta1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // Input configures the function from a Composition pipeline step. No Input at all means

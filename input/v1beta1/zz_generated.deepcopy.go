@@ -5,7 +5,7 @@
 package v1beta1
 
 import (
-	"github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/apis/cache/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 

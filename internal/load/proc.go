@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // clockTicks is USER_HZ, the unit of CPU times in /proc/<pid>/stat: 100 on every Linux

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Process is a function server started by the load tool, so that its PID (and so its CPU and

@@ -20,7 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/pkg/errors"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Options describe the image around the binary. Build has no defaults: the function's

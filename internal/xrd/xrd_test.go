@@ -1,6 +1,7 @@
 package xrd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,21 +10,22 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/function-memcached/apis/v1alpha1"
+	"github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // TestXRDsAgreeWithGoTypes proves that the XRDs users install describe exactly the Go types
-// in apis/v1alpha1: the same fields, with the same JSON names and types, at every depth of
+// in apis/cache/v1alpha1: the same fields, with the same JSON names and types, at every depth of
 // spec and status. `make generate` derives the XRDs from the types; this test fails when
 // someone changes one side without regenerating the other.
 func TestXRDsAgreeWithGoTypes(t *testing.T) {
 	for _, path := range []string{"../../example/definition.yaml", "../../example/namespaced/definition.yaml"} {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
 			xrd := readYAML(t, path)
-			versions := dig(xrd, "spec", "versions").([]any)
-			props := dig(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties").(map[string]any)
+			versions := nested(xrd, "spec", "versions").([]any)
+			props := nested(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties").(map[string]any)
 			for field, typ := range map[string]reflect.Type{
 				"spec":   reflect.TypeFor[v1alpha1.XMemcachedSpec](),
 				"status": reflect.TypeFor[v1alpha1.MemcachedStatus](),
@@ -33,6 +35,35 @@ func TestXRDsAgreeWithGoTypes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNoSchemaDefaultsTheInputCouldSet proves that the API server fills in no field of a
+// claim that the platform's Input, through package resolve, gives a default: a schema default
+// would reach the function as if the user had written it, and the Input's default could never
+// apply. Only size, which the Input has no default for, keeps one (the scale subresource needs
+// it).
+func TestNoSchemaDefaultsTheInputCouldSet(t *testing.T) {
+	for _, path := range []string{"../../example/definition.yaml", "../../example/namespaced/definition.yaml"} {
+		xrd := readYAML(t, path)
+		versions, _, _ := unstructured.NestedSlice(xrd, "spec", "versions")
+		spec, _, _ := unstructured.NestedMap(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties", "spec")
+		var got []string
+		var walk func(path string, schema map[string]any)
+		walk = func(path string, schema map[string]any) {
+			if d, ok := schema["default"]; ok {
+				got = append(got, fmt.Sprintf("%s=%v", path, d))
+			}
+			props, _ := schema["properties"].(map[string]any)
+			for k, v := range props {
+				walk(path+"."+k, v.(map[string]any))
+			}
+		}
+		walk("spec", spec)
+		sort.Strings(got)
+		if diff := cmp.Diff([]string{"spec.size=1"}, got); diff != "" {
+			t.Errorf("%s: schema defaults: -want, +got:\n%s", path, diff)
+		}
 	}
 }
 
@@ -48,6 +79,8 @@ spec:
         properties:
           spec: {type: object, properties: {size: {type: integer}}}
           status: {type: object}
+    subresources:
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
 `)
 	cases := map[string]struct {
 		reason string
@@ -55,19 +88,21 @@ spec:
 		want   map[string]any
 	}{
 		"Legacy": {
-			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys.",
+			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys; the CRD's scale subresource carries over.",
 			v:      Legacy,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port", "size": "integer",
+				"scale": ".spec.size .status.replicas .status.selector",
 			},
 		},
 		"Namespaced": {
-			reason: "The v2 variant is namespaced, in its own group, without claims.",
+			reason: "The v2 variant is namespaced, in its own group, without claims, with the same scale subresource.",
 			v:      Namespaced,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v2", "scope": "Namespaced", "claim": nil,
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "", "size": "integer",
+				"scale": ".spec.size .status.replicas .status.selector",
 			},
 		},
 	}
@@ -81,20 +116,22 @@ spec:
 			if err := yaml.Unmarshal(b, &out); err != nil {
 				t.Fatal(err)
 			}
-			ver := dig(out, "spec", "versions").([]any)[0].(map[string]any)
+			ver := nested(out, "spec", "versions").([]any)[0].(map[string]any)
 			var cols, keys []string
 			for _, c := range ver["additionalPrinterColumns"].([]any) {
 				cols = append(cols, c.(map[string]any)["name"].(string))
 			}
-			if ks, ok := dig(out, "spec", "connectionSecretKeys").([]any); ok {
+			if ks, ok := nested(out, "spec", "connectionSecretKeys").([]any); ok {
 				for _, k := range ks {
 					keys = append(keys, k.(string))
 				}
 			}
 			got := map[string]any{
-				"apiVersion": out["apiVersion"], "scope": dig(out, "spec", "scope"), "claim": dig(out, "spec", "claimNames", "kind"),
+				"apiVersion": out["apiVersion"], "scope": nested(out, "spec", "scope"), "claim": nested(out, "spec", "claimNames", "kind"),
 				"columns": strings.Join(cols, ","), "keys": strings.Join(keys, ","),
-				"size": dig(ver, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "type"),
+				"size": nested(ver, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "type"),
+				"scale": fmt.Sprint(nested(ver, "subresources", "scale", "specReplicasPath"), " ",
+					nested(ver, "subresources", "scale", "statusReplicasPath"), " ", nested(ver, "subresources", "scale", "labelSelectorPath")),
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nGenerate(...): -want, +got:\n%s", tc.reason, diff)
@@ -176,4 +213,10 @@ func readYAML(t *testing.T, path string) map[string]any {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return out
+}
+
+// nested is the value at path in m, or nil.
+func nested(m map[string]any, path ...string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(m, path...)
+	return v
 }

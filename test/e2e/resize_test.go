@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Resizing 3 → 1 → 2 changes the Deployment, drops the PodDisruptionBudget at one replica

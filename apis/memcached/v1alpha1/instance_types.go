@@ -5,7 +5,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 )
 
 // TypeAvailable is the Instance's own condition beside Crossplane's Ready and Synced. Ready

@@ -13,7 +13,6 @@ package kube
 import (
 	"context"
 
-	"github.com/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
@@ -75,7 +76,7 @@ func CredentialsFor(ctx context.Context, c client.Reader, namespace string, ref 
 
 // RESTConfig returns the configuration of the cluster cr points at. identity is the
 // provider's own configuration, used for InjectedIdentity.
-func RESTConfig(ctx context.Context, c client.Reader, identity *rest.Config, cr Credentials) (*rest.Config, error) {
+func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr Credentials) (*rest.Config, error) {
 	switch cr.Source {
 	case xpv2.CredentialsSourceInjectedIdentity:
 		if identity == nil {
@@ -89,12 +90,11 @@ func RESTConfig(ctx context.Context, c client.Reader, identity *rest.Config, cr 
 		if ref == nil || ref.Name == "" || ref.Key == "" {
 			return nil, errors.New("source Secret: credentials.secretRef must name a Secret and a key")
 		}
-		s := &corev1.Secret{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, s); err != nil {
-			return nil, errors.Wrapf(err, "cannot get credentials Secret %s/%s", ref.Namespace, ref.Name)
+		data, err := resource.CommonCredentialExtractor(ctx, cr.Source, c, xpv2.CommonCredentialSelectors{SecretRef: ref})
+		if err != nil {
+			return nil, errors.Wrapf(err, "credentials Secret %s/%s", ref.Namespace, ref.Name)
 		}
-		data, ok := s.Data[ref.Key]
-		if !ok || len(data) == 0 {
+		if len(data) == 0 {
 			return nil, errors.Errorf("credentials Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 		}
 		rc, err := FromKubeconfig(data)

@@ -298,7 +298,7 @@ func TestRESTConfig(t *testing.T) {
 		"MissingSecret": {
 			reason: "A missing Secret is named with its namespace.",
 			args:   args{creds: Credentials{Source: xpv2.CredentialsSourceSecret, SecretRef: ref}},
-			want:   want{err: `cannot get credentials Secret crossplane-system/target: secrets "target" not found`},
+			want:   want{err: `credentials Secret crossplane-system/target: cannot get credentials secret: secrets "target" not found`},
 		},
 		"MissingKey": {
 			reason: "A Secret without the key is as good as none, and the message names the key.",

@@ -6,14 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -21,13 +19,14 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	inst "github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
@@ -58,12 +57,8 @@ func (o observed) exists() bool {
 // produces. It sets the Instance's status and its Ready and Available conditions from the
 // Deployment. An invalid forProvider is an error naming each bad field, value and limit;
 // the managed reconciler then neither creates nor updates anything.
-func (e *External) Observe(ctx context.Context, mg resource.Managed) (managed.ExternalObservation, error) {
-	cr, ok := mg.(*v1alpha1.Instance)
-	if !ok {
-		return managed.ExternalObservation{}, errors.Errorf("managed resource is a %T, not an Instance", mg)
-	}
-	name, namespace := inst.Target(cr)
+func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalObservation, error) {
+	name, namespace := remote.Target(cr)
 	var o observed
 	if namespace != "" {
 		var err error
@@ -77,14 +72,14 @@ func (e *External) Observe(ctx context.Context, mg resource.Managed) (managed.Ex
 	}
 
 	previous := string(cr.GetCondition(v1alpha1.TypeAvailable).Reason)
-	m, errs := inst.Resolve(cr, e.Settings)
+	m, errs := remote.Memcached(cr, e.Settings)
 	if len(errs) > 0 {
 		// Report what runs, judged against its own replica count, and leave it alone. With
 		// nothing running, Ready too says why nothing will be.
 		msg := resolve.Message(errs)
-		ready, available := inst.Conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetGeneration())
+		ready, available := remote.Conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetGeneration())
 		if o.deployment != nil {
-			ready, _ = inst.Conditions(readiness.Available(o.deployment, replicas(o.deployment), previous), cr.GetGeneration())
+			ready, _ = remote.Conditions(readiness.Available(o.deployment, readiness.Wanted(o.deployment), previous), cr.GetGeneration())
 		}
 		cr.SetConditions(ready, available)
 		cr.Status.AtProvider = atProvider(o.deployment, render.Memcached{Name: name, Namespace: namespace})
@@ -95,7 +90,7 @@ func (e *External) Observe(ctx context.Context, mg resource.Managed) (managed.Ex
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	cr.SetConditions(inst.Conditions(readiness.Available(o.deployment, m.Size, previous), cr.GetGeneration()))
+	cr.SetConditions(remote.Conditions(readiness.Available(o.deployment, readiness.Wanted(render.Deployment(m)), previous), cr.GetGeneration()))
 	cr.Status.AtProvider = atProvider(o.deployment, m)
 	return managed.ExternalObservation{
 		ResourceExists:    o.exists(),
@@ -106,26 +101,22 @@ func (e *External) Observe(ctx context.Context, mg resource.Managed) (managed.Ex
 }
 
 // Create server-side applies the Memcached's objects.
-func (e *External) Create(ctx context.Context, mg resource.Managed) (managed.ExternalCreation, error) {
-	cd, err := e.apply(ctx, mg)
+func (e *External) Create(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalCreation, error) {
+	cd, err := e.apply(ctx, cr)
 	return managed.ExternalCreation{ConnectionDetails: cd}, err
 }
 
 // Update server-side applies the Memcached's objects with force, taking back any field
 // someone else changed, and removes a PodDisruptionBudget the spec no longer needs.
-func (e *External) Update(ctx context.Context, mg resource.Managed) (managed.ExternalUpdate, error) {
-	cd, err := e.apply(ctx, mg)
+func (e *External) Update(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalUpdate, error) {
+	cd, err := e.apply(ctx, cr)
 	return managed.ExternalUpdate{ConnectionDetails: cd}, err
 }
 
 // Delete deletes the Memcached's objects; what is already gone is fine. The managed
 // reconciler calls it only when the management policies include Delete.
-func (e *External) Delete(ctx context.Context, mg resource.Managed) (managed.ExternalDelete, error) {
-	cr, ok := mg.(*v1alpha1.Instance)
-	if !ok {
-		return managed.ExternalDelete{}, errors.Errorf("managed resource is a %T, not an Instance", mg)
-	}
-	name, namespace := inst.Target(cr)
+func (e *External) Delete(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalDelete, error) {
+	name, namespace := remote.Target(cr)
 	if namespace == "" {
 		return managed.ExternalDelete{}, nil
 	}
@@ -177,20 +168,16 @@ func get[T any, P interface {
 }
 
 // apply resolves the Instance and server-side applies what it renders.
-func (e *External) apply(ctx context.Context, mg resource.Managed) (managed.ConnectionDetails, error) {
-	cr, ok := mg.(*v1alpha1.Instance)
-	if !ok {
-		return nil, errors.Errorf("managed resource is a %T, not an Instance", mg)
-	}
-	m, errs := inst.Resolve(cr, e.Settings)
+func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
+	m, errs := remote.Memcached(cr, e.Settings)
 	if len(errs) > 0 {
 		// Observe reports this first; resolving again keeps Create and Update safe alone.
 		return nil, errors.New(resolve.Message(errs))
 	}
 	for _, o := range render.Objects(m) {
-		u, err := toUnstructured(o)
+		u, err := render.ToApply(o)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot render %s %s/%s", kindOf(o), m.Namespace, m.Name)
+			return nil, err
 		}
 		if err := e.Kube.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			return nil, errors.Wrapf(err, "cannot apply %s %s/%s", kindOf(o), m.Namespace, m.Name)
@@ -268,9 +255,9 @@ func drift(o observed, m render.Memcached) (string, error) {
 // "500m"), through resource.Quantity's Equal method. opts leave out the status, which the
 // provider never applies (controller-runtime's fake client lists an empty status under
 // every applier nonetheless).
-func ownedDiff[O client.Object, AC any](desired, live O, extract func(O, string) (*AC, error), opts ...cmp.Option) (string, error) {
+func ownedDiff[O render.Object, AC any](desired, live O, extract func(O, string) (*AC, error), opts ...cmp.Option) (string, error) {
 	want := new(AC)
-	u, err := toUnstructured(desired)
+	u, err := render.ToApply(desired)
 	if err != nil {
 		return "", err
 	}
@@ -286,20 +273,6 @@ func ownedDiff[O client.Object, AC any](desired, live O, extract func(O, string)
 		return "", err
 	}
 	return cmp.Diff(want, got, opts...), nil
-}
-
-// toUnstructured is what the provider applies for a rendered object: everything the
-// renderer set, without the empty status and null timestamps that typed objects serialize,
-// which the provider must not claim to own.
-func toUnstructured(o runtime.Object) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return nil, err
-	}
-	delete(m, "status")
-	unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
-	unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
-	return &unstructured.Unstructured{Object: m}, nil
 }
 
 // ownedByUs reports whether the provider applied any of o's fields.
@@ -321,17 +294,9 @@ func atProvider(d *appsv1.Deployment, m render.Memcached) v1alpha1.InstanceObser
 	}
 	if m.Namespace != "" {
 		o.Endpoint = render.Endpoint(m)
+		o.Selector = labels.SelectorFromSet(render.SelectorLabels(m)).String()
 	}
 	return o
-}
-
-// replicas is the Deployment's desired replica count, which is what an Instance whose spec
-// cannot be resolved is judged against. Kubernetes defaults an unset count to one.
-func replicas(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
 }
 
 // kindOf names an object's kind for messages. Every object the provider writes has its type

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -21,18 +20,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
-	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
-	inst "github.com/example/function-memcached/instance"
 	"github.com/example/function-memcached/internal/clients/kube"
 	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
@@ -82,14 +80,14 @@ func was(c readiness.Condition) func(*v1alpha1.Instance) {
 
 // conditions are the Ready and Available conditions an Instance of generation 2 gets for c.
 func conditions(c readiness.Condition) []xpv2.Condition {
-	r, a := inst.Conditions(c, 2)
+	r, a := remote.Conditions(c, 2)
 	return []xpv2.Condition{r, a}
 }
 
 // memcached is what instance() resolves to.
 func memcached(t *testing.T) render.Memcached {
 	t.Helper()
-	m, errs := inst.Resolve(instance(), settings(t))
+	m, errs := remote.Memcached(instance(), settings(t))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -186,7 +184,7 @@ func rollout(available int32) func(*testing.T, client.Client) {
 func apiServerDefaults(t *testing.T, c client.Client) {
 	t.Helper()
 	edit("kube-apiserver", func(d *appsv1.Deployment) {
-		d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+		d.Annotations["deployment.kubernetes.io/revision"] = "1"
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 		p := &d.Spec.Template.Spec
 		p.RestartPolicy, p.DNSPolicy, p.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, "default-scheduler"
@@ -237,13 +235,14 @@ func TestObserve(t *testing.T) {
 	atProvider := func(replicas, available int32) v1alpha1.InstanceObservation {
 		o := v1alpha1.InstanceObservation{}
 		o.Replicas, o.AvailableReplicas, o.Endpoint = replicas, available, endpoint
+		o.Selector = "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
 		return o
 	}
 	invalid := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"
 
 	type args struct {
 		kube func(t *testing.T) client.Client
-		mg   resource.Managed
+		cr   *v1alpha1.Instance
 	}
 	type want struct {
 		o      managed.ExternalObservation
@@ -261,23 +260,18 @@ func TestObserve(t *testing.T) {
 		args   args
 		want   want
 	}{
-		"NotAnInstance": {
-			reason: "The client only manages Instances.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, mg: &xpfake.Managed{}},
-			want:   want{err: "managed resource is a *fake.Managed, not an Instance"},
-		},
 		"NotFound": {
 			reason: "Nothing under the Instance's names means nothing exists, so the managed reconciler creates it.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance()},
 			want: want{
 				o:      managed.ExternalObservation{ConnectionDetails: details},
 				diff:   []string{"Deployment team-a/sessions: does not exist", "Service team-a/sessions: does not exist", "PodDisruptionBudget team-a/sessions: does not exist"},
-				status: status(atProvider(0, 0), conditions(readiness.Available(nil, 3, ""))...),
+				status: status(atProvider(0, 0), conditions(readiness.Available(nil, readiness.Want{Replicas: 3}, ""))...),
 			},
 		},
 		"UpToDate": {
 			reason: "What the provider applied, unchanged and fully rolled out, is up to date and available.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance()},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
 				status: status(atProvider(3, 3), conditions(available)...),
@@ -285,7 +279,7 @@ func TestObserve(t *testing.T) {
 		},
 		"UpToDateDespiteDefaults": {
 			reason: "Fields the API server defaults and fields others add are not the provider's, so they never count as drift.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), apiServerDefaults, rollout(3)) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), apiServerDefaults, rollout(3)) }, cr: instance()},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
 				status: status(atProvider(3, 3), conditions(available)...),
@@ -297,7 +291,7 @@ func TestObserve(t *testing.T) {
 				kube: func(t *testing.T) client.Client {
 					return applied(t, instance(), rollout(3), edit("kubectl-edit", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }), rollout(5))
 				},
-				mg: instance(was(available)),
+				cr: instance(was(available)),
 			},
 			want: want{
 				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
@@ -315,7 +309,7 @@ func TestObserve(t *testing.T) {
 						d.Spec.Template.Spec.Containers[0].Image = "memcached:1.5"
 					}))
 				},
-				mg: instance(was(available)),
+				cr: instance(was(available)),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
@@ -333,7 +327,7 @@ func TestObserve(t *testing.T) {
 						}
 					})
 				},
-				mg: instance(was(available)),
+				cr: instance(was(available)),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
@@ -343,7 +337,7 @@ func TestObserve(t *testing.T) {
 		},
 		"PDBNoLongerNeeded": {
 			reason: "After a resize to one replica the provider's PodDisruptionBudget must go.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, mg: instance(size(1), was(available))},
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance(size(1), was(available))},
 			want: want{
 				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
 				diff: []string{"PodDisruptionBudget team-a/sessions: is no longer needed", "Replicas"},
@@ -366,7 +360,7 @@ func TestObserve(t *testing.T) {
 						}
 					})
 				},
-				mg: instance(size(1)),
+				cr: instance(size(1)),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
@@ -377,7 +371,7 @@ func TestObserve(t *testing.T) {
 			reason: "Ready is Unavailable with the claim's reason in its message; Available carries the reason itself.",
 			args: args{
 				kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(2)) },
-				mg:   instance(was(available)),
+				cr:   instance(was(available)),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
@@ -386,7 +380,7 @@ func TestObserve(t *testing.T) {
 		},
 		"InvalidSpec": {
 			reason: "An invalid spec is an error naming field, value and limit, before anything exists.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, mg: instance(size(9))},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance(size(9))},
 			want: want{
 				err:    invalid,
 				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})...),
@@ -396,7 +390,7 @@ func TestObserve(t *testing.T) {
 			reason: "An invalid resize reports what still runs as it runs: Ready stays True, Available says InvalidSpec.",
 			args: args{
 				kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) },
-				mg:   instance(size(9), was(available)),
+				cr:   instance(size(9), was(available)),
 			},
 			want: want{
 				err: invalid,
@@ -409,7 +403,7 @@ func TestObserve(t *testing.T) {
 			reason: "An Instance without a target namespace (the CRD requires one) is an invalid spec; nothing is read.",
 			args: args{
 				kube: func(t *testing.T) client.Client { return cluster(failGet(&appsv1.Deployment{})) },
-				mg:   instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" }),
+				cr:   instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" }),
 			},
 			want: want{
 				err: "invalid spec, nothing was changed: spec.forProvider.namespace: Required value: the namespace of the target cluster to run Memcached in",
@@ -420,34 +414,34 @@ func TestObserve(t *testing.T) {
 		},
 		"Deleting": {
 			reason: "A deleted Instance needs only its names: even an invalid one is reported as existing until its objects are gone.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance()) }, mg: instance(size(9), deleted)},
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance()) }, cr: instance(size(9), deleted)},
 			want:   want{o: managed.ExternalObservation{ResourceExists: true}, status: status(v1alpha1.InstanceObservation{})},
 		},
 		"DeletingGone": {
 			reason: "Once nothing is left, the managed reconciler can remove its finalizer.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, mg: instance(deleted)},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance(deleted)},
 			want:   want{o: managed.ExternalObservation{}, status: status(v1alpha1.InstanceObservation{})},
 		},
 		"GetDeploymentError": {
 			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&appsv1.Deployment{})) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&appsv1.Deployment{})) }, cr: instance()},
 			want:   want{err: "cannot get Deployment team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
 		},
 		"GetServiceError": {
 			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&corev1.Service{})) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&corev1.Service{})) }, cr: instance()},
 			want:   want{err: "cannot get Service team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
 		},
 		"GetPodDisruptionBudgetError": {
 			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&policyv1.PodDisruptionBudget{})) }, mg: instance()},
+			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&policyv1.PodDisruptionBudget{})) }, cr: instance()},
 			want:   want{err: "cannot get PodDisruptionBudget team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := &External{Kube: tc.args.kube(t), Settings: settings(t)}
-			o, err := e.Observe(ctx, tc.args.mg)
+			o, err := e.Observe(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -462,7 +456,7 @@ func TestObserve(t *testing.T) {
 			if o.ResourceUpToDate && o.Diff != "" {
 				t.Errorf("\n%s\nObserve(...) is up to date, yet has a diff:\n%s", tc.reason, o.Diff)
 			}
-			if cr, ok := tc.args.mg.(*v1alpha1.Instance); ok && tc.want.status != nil {
+			if cr := tc.args.cr; tc.want.status != nil {
 				if diff := cmp.Diff(*tc.want.status, cr.Status, test.EquateConditions(), cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime")); diff != "" {
 					t.Errorf("\n%s\nObserve(...) status: -want, +got:\n%s", tc.reason, diff)
 				}
@@ -550,7 +544,7 @@ func TestCreateAndUpdate(t *testing.T) {
 	type args struct {
 		kube  func(t *testing.T, funcs interceptor.Funcs) client.Client
 		funcs interceptor.Funcs
-		mg    resource.Managed
+		cr    *v1alpha1.Instance
 	}
 	type want struct {
 		details managed.ConnectionDetails
@@ -566,12 +560,12 @@ func TestCreateAndUpdate(t *testing.T) {
 	}{
 		"Create": {
 			reason: "Create server-side applies every object with the provider's field manager and force, and returns the connection details.",
-			args:   args{kube: empty, mg: instance()},
+			args:   args{kube: empty, cr: instance()},
 			want:   want{details: details, applies: everything, live: live{Replicas: 3, Image: image, Service: true, PDB: true, OwnedByUs: true}},
 		},
 		"CreateSingleReplica": {
 			reason: "A single replica gets no PodDisruptionBudget.",
-			args:   args{kube: empty, mg: instance(size(1))},
+			args:   args{kube: empty, cr: instance(size(1))},
 			want:   want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true}},
 		},
 		"UpdateTakesBackDrift": {
@@ -584,7 +578,7 @@ func TestCreateAndUpdate(t *testing.T) {
 					}))
 					return interceptor.NewClient(c, funcs)
 				},
-				mg: instance(),
+				cr: instance(),
 			},
 			want: want{details: details, applies: everything, live: live{Replicas: 3, Image: image, Service: true, PDB: true, OwnedByUs: true}},
 		},
@@ -594,7 +588,7 @@ func TestCreateAndUpdate(t *testing.T) {
 				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
 					return interceptor.NewClient(applied(t, instance()), funcs)
 				},
-				mg: instance(size(1)),
+				cr: instance(size(1)),
 			},
 			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true}},
 		},
@@ -605,13 +599,13 @@ func TestCreateAndUpdate(t *testing.T) {
 					pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 					return cluster(funcs, pdb)
 				},
-				mg: instance(size(1)),
+				cr: instance(size(1)),
 			},
 			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true, PDB: true, ForeignPDB: true}},
 		},
 		"InvalidSpec": {
 			reason: "Create and Update refuse an invalid spec on their own, applying nothing.",
-			args:   args{kube: empty, mg: instance(size(9))},
+			args:   args{kube: empty, cr: instance(size(9))},
 			want:   want{err: "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"},
 		},
 		"ApplyError": {
@@ -620,18 +614,13 @@ func TestCreateAndUpdate(t *testing.T) {
 				kube: func(_ *testing.T, funcs interceptor.Funcs) client.Client {
 					return interceptor.NewClient(cluster(failApply("Service")), funcs)
 				},
-				mg: instance(),
+				cr: instance(),
 			},
 			want: want{
 				err:     "cannot apply Service team-a/sessions: boom",
 				applies: everything[:2],
 				live:    live{Replicas: 3, Image: image, OwnedByUs: true},
 			},
-		},
-		"NotAnInstance": {
-			reason: "The client only manages Instances.",
-			args:   args{kube: empty, mg: &xpfake.Managed{}},
-			want:   want{err: "managed resource is a *fake.Managed, not an Instance"},
 		},
 	}
 	for name, tc := range cases {
@@ -644,11 +633,11 @@ func TestCreateAndUpdate(t *testing.T) {
 				var err error
 				if op == "Create" {
 					var got managed.ExternalCreation
-					got, err = e.Create(ctx, tc.args.mg)
+					got, err = e.Create(ctx, tc.args.cr)
 					cd = got.ConnectionDetails
 				} else {
 					var got managed.ExternalUpdate
-					got, err = e.Update(ctx, tc.args.mg)
+					got, err = e.Update(ctx, tc.args.cr)
 					cd = got.ConnectionDetails
 				}
 				if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
@@ -699,7 +688,7 @@ func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	type args struct {
 		kube client.Client
-		mg   resource.Managed
+		cr   *v1alpha1.Instance
 	}
 	type want struct {
 		err  string
@@ -712,22 +701,22 @@ func TestDelete(t *testing.T) {
 	}{
 		"DeletesEverything": {
 			reason: "Delete removes the Deployment, Service and PodDisruptionBudget.",
-			args:   args{kube: applied(t, instance()), mg: instance(deleted)},
+			args:   args{kube: applied(t, instance()), cr: instance(deleted)},
 			want:   want{},
 		},
 		"InvalidSpec": {
 			reason: "Deleting needs names only, so an Instance whose spec went bad is deleted too.",
-			args:   args{kube: applied(t, instance()), mg: instance(size(9), deleted)},
+			args:   args{kube: applied(t, instance()), cr: instance(size(9), deleted)},
 			want:   want{},
 		},
 		"AlreadyGone": {
 			reason: "What is already gone is fine: Delete is idempotent.",
-			args:   args{kube: cluster(interceptor.Funcs{}), mg: instance(deleted)},
+			args:   args{kube: cluster(interceptor.Funcs{}), cr: instance(deleted)},
 			want:   want{},
 		},
 		"NoNamespace": {
 			reason: "Without a namespace nothing was ever created.",
-			args:   args{kube: cluster(interceptor.Funcs{}), mg: instance(deleted, func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" })},
+			args:   args{kube: cluster(interceptor.Funcs{}), cr: instance(deleted, func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" })},
 			want:   want{},
 		},
 		"DeleteError": {
@@ -741,19 +730,14 @@ func TestDelete(t *testing.T) {
 						return c.Delete(ctx, obj, opts...)
 					},
 				}),
-				mg: instance(deleted),
+				cr: instance(deleted),
 			},
 			want: want{err: "cannot delete Service team-a/sessions: boom", live: live{Service: true, PDB: true}},
-		},
-		"NotAnInstance": {
-			reason: "The client only manages Instances.",
-			args:   args{kube: cluster(interceptor.Funcs{}), mg: &xpfake.Managed{}},
-			want:   want{err: "managed resource is a *fake.Managed, not an Instance"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := (&External{Kube: tc.args.kube, Settings: settings(t)}).Delete(ctx, tc.args.mg)
+			_, err := (&External{Kube: tc.args.kube, Settings: settings(t)}).Delete(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}

@@ -14,12 +14,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -85,7 +85,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 // the same reconciler as the provider.
 func ReconcilerOptions(c *Connector, poll time.Duration) []managed.ReconcilerOption {
 	return []managed.ReconcilerOption{
-		managed.WithExternalConnector(c),
+		managed.WithTypedExternalConnector[*v1alpha1.Instance](c),
 		managed.WithPollInterval(poll),
 		// managementPolicies are honoured: without Delete (Crossplane v2's replacement
 		// for deletionPolicy: Orphan) deleting an Instance leaves its Memcached running.
@@ -137,11 +137,7 @@ type Connector struct {
 // Connect tracks the Instance's use of its ProviderConfig, reads the config's credentials
 // and returns an external client of the target cluster. It does not contact the target
 // cluster: the first request is Observe's.
-func (c *Connector) Connect(ctx context.Context, mg resource.Managed) (managed.ExternalClient, error) {
-	cr, ok := mg.(*v1alpha1.Instance)
-	if !ok {
-		return nil, errors.Errorf("managed resource is a %T, not an Instance", mg)
-	}
+func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed.TypedExternalClient[*v1alpha1.Instance], error) {
 	if cr.GroupVersionKind().Empty() {
 		// The usage records the Instance's kind, which a typed object read from an API
 		// client that strips type metadata lacks.

@@ -104,7 +104,7 @@ func TestConnect(t *testing.T) {
 		objs      []client.Object
 		usage     resource.ModernTracker
 		newClient error
-		mg        resource.Managed
+		cr        *v1alpha1.Instance
 	}
 	type want struct {
 		host   string
@@ -116,16 +116,11 @@ func TestConnect(t *testing.T) {
 		args   args
 		want   want
 	}{
-		"NotAnInstance": {
-			reason: "The connector only connects Instances.",
-			args:   args{mg: &xpfake.Managed{}},
-			want:   want{err: "managed resource is a *fake.Managed, not an Instance"},
-		},
 		"ClusterProviderConfigSecret": {
 			reason: "A ClusterProviderConfig's kubeconfig Secret reaches the target cluster, and the use is recorded in the Instance's namespace.",
 			args: args{
 				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", kubeconfig)},
-				mg:   instance(defaultRef),
+				cr:   instance(defaultRef),
 			},
 			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
@@ -142,7 +137,7 @@ func TestConnect(t *testing.T) {
 					},
 					credentials("platform", kubeconfig),
 				},
-				mg: instance(byRef(xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "edge"})),
+				cr: instance(byRef(xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "edge"})),
 			},
 			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
 		},
@@ -150,13 +145,13 @@ func TestConnect(t *testing.T) {
 			reason: "InjectedIdentity runs Memcached in the provider's own cluster, as the provider.",
 			args: args{
 				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
-				mg:   instance(defaultRef),
+				cr:   instance(defaultRef),
 			},
 			want: want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"MissingProviderConfig": {
 			reason: "A missing config is named; the usage is recorded first, so the config cannot be deleted from under an Instance that retries.",
-			args:   args{mg: instance(defaultRef)},
+			args:   args{cr: instance(defaultRef)},
 			want: want{
 				err:    `cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`,
 				usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
@@ -164,9 +159,9 @@ func TestConnect(t *testing.T) {
 		},
 		"MissingSecret": {
 			reason: "A missing credentials Secret is named with its namespace.",
-			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret)}, mg: instance(defaultRef)},
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret)}, cr: instance(defaultRef)},
 			want: want{
-				err:    `cannot get credentials Secret crossplane-system/target: secrets "target" not found`,
+				err:    `credentials Secret crossplane-system/target: cannot get credentials secret: secrets "target" not found`,
 				usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 			},
 		},
@@ -174,7 +169,7 @@ func TestConnect(t *testing.T) {
 			reason: "A bad kubeconfig names the Secret and key it came from.",
 			args: args{
 				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", "{not yaml")},
-				mg:   instance(defaultRef),
+				cr:   instance(defaultRef),
 			},
 			want: want{
 				err:    `invalid kubeconfig in Secret crossplane-system/target key "kubeconfig": cannot parse kubeconfig: yaml: line 1: did not find expected ',' or '}'`,
@@ -183,14 +178,14 @@ func TestConnect(t *testing.T) {
 		},
 		"NoProviderConfigRef": {
 			reason: "Without a providerConfigRef (the CRD defaults one) there is nothing to track or connect with.",
-			args:   args{mg: instance()},
+			args:   args{cr: instance()},
 			want:   want{err: "cannot track ProviderConfig usage: managed resource does not reference a ProviderConfig"},
 		},
 		"TrackError": {
 			reason: "A usage that cannot be recorded stops the connection.",
 			args: args{
 				usage: resource.ModernTrackerFn(func(context.Context, resource.ModernManaged) error { return errBoom }),
-				mg:    instance(defaultRef),
+				cr:    instance(defaultRef),
 			},
 			want: want{err: "cannot track ProviderConfig usage: boom"},
 		},
@@ -199,7 +194,7 @@ func TestConnect(t *testing.T) {
 			args: args{
 				objs:      []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
 				newClient: errBoom,
-				mg:        instance(defaultRef),
+				cr:        instance(defaultRef),
 			},
 			want: want{err: "boom", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
@@ -222,7 +217,7 @@ func TestConnect(t *testing.T) {
 					return kube.New(rc)
 				},
 			}
-			ec, err := c.Connect(context.Background(), tc.args.mg)
+			ec, err := c.Connect(context.Background(), tc.args.cr)
 			got := want{host: host, err: errString(err), usages: usages(t, kc)}
 			if err != nil {
 				got.host = ""

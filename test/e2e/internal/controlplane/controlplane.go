@@ -14,19 +14,19 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/pki"
@@ -347,11 +347,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 		return err
 	}
 	cp.Etcd, cp.etcdURL = p, client
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	return p.WaitReady(ctx, func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, client+"/health")
-	})
+	return p.WaitHealthy(ctx, startTimeout, nil, client+"/health")
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix string) (*APIServer, error) {
@@ -416,11 +412,7 @@ func (a *APIServer) waitReady(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot create an HTTP client for the API server")
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	return a.WaitReady(ctx, func(ctx context.Context) error {
-		return httpOK(ctx, hc, a.URL+"/readyz")
-	})
+	return a.WaitHealthy(ctx, startTimeout, hc, a.URL+"/readyz")
 }
 
 func (cp *ControlPlane) writeKubeconfig(name, url string) (string, error) {
@@ -514,22 +506,4 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-func httpOK(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	rsp, err := c.Do(req.WithContext(ctx))
-	if err != nil {
-		return err
-	}
-	_ = rsp.Body.Close()
-	if rsp.StatusCode != http.StatusOK {
-		return errors.Errorf("GET %s: %s", url, rsp.Status)
-	}
-	return nil
 }

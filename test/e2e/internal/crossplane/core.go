@@ -6,7 +6,6 @@ package crossplane
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,11 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
@@ -110,32 +110,8 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 	return core, core.waitReady(ctx)
 }
 
-// Restart stops Crossplane and starts it again, returning once it is ready.
-func (c *Core) Restart(ctx context.Context) error {
-	if err := c.Process.Restart(); err != nil {
-		return err
-	}
-	return c.waitReady(ctx)
-}
-
 func (c *Core) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	return c.WaitReady(ctx, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.readyURL, nil)
-		if err != nil {
-			return err
-		}
-		rsp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = rsp.Body.Close()
-		if rsp.StatusCode != http.StatusOK {
-			return errors.Errorf("readyz: %s", rsp.Status)
-		}
-		return nil
-	})
+	return c.WaitHealthy(ctx, startTimeout, nil, c.readyURL)
 }
 
 // runInit runs `crossplane core init` to completion: it applies the CRDs its own way, makes

@@ -3,9 +3,10 @@ package kube
 import (
 	"encoding/json"
 
-	"github.com/pkg/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // ToUnstructured converts a typed object (with its TypeMeta set) for Apply.

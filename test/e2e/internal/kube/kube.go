@@ -11,7 +11,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,6 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // FieldManager is the server-side apply field manager of everything the suite applies.

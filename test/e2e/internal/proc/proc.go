@@ -9,6 +9,7 @@ package proc
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // stopGrace is how long a process has to exit on SIGTERM before it is killed: long enough for
@@ -213,6 +214,34 @@ func (p *Process) WaitReady(ctx context.Context, ready func(context.Context) err
 		case <-t.C:
 		}
 	}
+}
+
+// WaitHealthy waits, for at most timeout, until GET url answers 200 OK through c
+// (http.DefaultClient when nil), while the process runs: the one way the suite waits for a
+// component's health or readiness endpoint.
+func (p *Process) WaitHealthy(ctx context.Context, timeout time.Duration, c *http.Client, url string) error {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.WaitReady(ctx, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		rsp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = rsp.Body.Close()
+		if rsp.StatusCode != http.StatusOK {
+			return errors.Errorf("GET %s: %s", url, rsp.Status)
+		}
+		return nil
+	})
 }
 
 func exitText(err error) string {

@@ -6,12 +6,11 @@ package provider
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"strconv"
 	"time"
 
-	"github.com/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
@@ -77,24 +76,7 @@ func Start(ctx context.Context, c *kube.Client, o Options) (*Provider, error) {
 		return nil, err
 	}
 	pr := &Provider{Process: p, MetricsURL: "http://" + addr + "/metrics"}
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err = p.WaitReady(wctx, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, pr.MetricsURL, nil)
-		if err != nil {
-			return err
-		}
-		rsp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = rsp.Body.Close()
-		if rsp.StatusCode != http.StatusOK {
-			return errors.Errorf("GET %s: %s", pr.MetricsURL, rsp.Status)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := p.WaitHealthy(ctx, time.Minute, nil, pr.MetricsURL); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}

@@ -25,7 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/pkg/errors"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // A Registry is an in-memory registry listening on 127.0.0.1.

@@ -1,4 +1,4 @@
-package build
+package packaging
 
 import (
 	"regexp"
@@ -73,17 +73,17 @@ func TestValidate(t *testing.T) {
 		},
 		"ClaimSizeZero": {
 			reason:    "A claim below the XRD's minimum size must fail validation, naming the claim and the field.",
-			resources: "build/testdata/invalid/claim-size-zero.yaml",
+			resources: "test/packaging/testdata/invalid/claim-size-zero.yaml",
 			want:      validation{Failed: true, Invalid: []string{"empty: spec.size"}},
 		},
 		"ClaimSizeString": {
 			reason:    "A size that is not a number must fail validation.",
-			resources: "build/testdata/invalid/claim-size-string.yaml",
+			resources: "test/packaging/testdata/invalid/claim-size-string.yaml",
 			want:      validation{Failed: true, Invalid: []string{"wordy: spec.size"}},
 		},
 		"CompositionInputOutOfRange": {
 			reason:    "An Input inside a Composition is checked against the Input CRD, although the Composition schema accepts any input.",
-			resources: "build/testdata/invalid/composition-bad-input.yaml",
+			resources: "test/packaging/testdata/invalid/composition-bad-input.yaml",
 			want: validation{
 				Failed:    true,
 				Validated: []string{"apiextensions.crossplane.io/Composition"},
@@ -92,7 +92,7 @@ func TestValidate(t *testing.T) {
 		},
 		"UnknownKind": {
 			reason:    "A kind no schema defines (a typo) must fail, not be skipped.",
-			resources: "build/testdata/invalid/claim-unknown-kind.yaml",
+			resources: "test/packaging/testdata/invalid/claim-unknown-kind.yaml",
 			want:      validation{Failed: true, Missing: 1},
 		},
 	}

@@ -1,4 +1,4 @@
-package build
+package packaging
 
 import (
 	"archive/tar"
@@ -257,7 +257,7 @@ func wantPackage(arch string) pkg {
 		Binary:       binary{Path: "function", Mode: 0o555, Machine: machine, Static: true, WithinBudget: true},
 		Function: function{
 			Name:       "function-memcached",
-			Crossplane: ">=v2.0.0",
+			Crossplane: ">=v2.3.0",
 			Annotations: []string{
 				"meta.crossplane.io/description",
 				"meta.crossplane.io/license",

@@ -1,4 +1,4 @@
-package build
+package packaging
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // root is the repository root, where the Makefile lives.
-const root = ".."
+const root = "../.."
 
 // crossplaneCLI returns the absolute path of the Crossplane CLI named by CROSSPLANE_CLI, which
 // may be relative to the repository root. It skips

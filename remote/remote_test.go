@@ -1,20 +1,20 @@
-package instance
+package remote
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
 	"github.com/example/function-memcached/readiness"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
@@ -38,7 +38,7 @@ func resolved() render.Memcached {
 	}
 }
 
-func TestForMemcached(t *testing.T) {
+func TestInstance(t *testing.T) {
 	ref := xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "edge"}
 	with := func(f func(*render.Memcached)) render.Memcached {
 		m := resolved()
@@ -68,23 +68,23 @@ func TestForMemcached(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			i := ForMemcached(tc.m, ref)
+			i := Instance(tc.m, ref)
 			if diff := cmp.Diff(&ref, i.Spec.ProviderConfigReference); diff != "" {
-				t.Errorf("\n%s\nForMemcached(...).Spec.ProviderConfigReference: -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("\n%s\nInstance(...).Spec.ProviderConfigReference: -want, +got:\n%s", tc.reason, diff)
 			}
 			if got := i.GroupVersionKind(); got != v1alpha1.InstanceGroupVersionKind {
-				t.Errorf("\n%s\nForMemcached(...) kind = %v, want %v", tc.reason, got, v1alpha1.InstanceGroupVersionKind)
+				t.Errorf("\n%s\nInstance(...) kind = %v, want %v", tc.reason, got, v1alpha1.InstanceGroupVersionKind)
 			}
 			want := tc.m
 			if want.CPURequest == nil {
 				want.CPURequest = ptr.To(resource.MustParse(resolve.DefaultCPURequest))
 			}
-			got, errs := Resolve(i, defaults(t))
+			got, errs := Memcached(i, defaults(t))
 			if len(errs) > 0 {
-				t.Fatalf("\n%s\nResolve(ForMemcached(...)): %v", tc.reason, errs)
+				t.Fatalf("\n%s\nMemcached(Instance(...)): %v", tc.reason, errs)
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("\n%s\nResolve(ForMemcached(m)): -want m, +got:\n%s", tc.reason, diff)
+				t.Errorf("\n%s\nMemcached(Instance(m)): -want m, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -127,7 +127,7 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-func TestResolve(t *testing.T) {
+func TestMemcached(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		p      v1alpha1.InstanceParameters
@@ -155,13 +155,13 @@ func TestResolve(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			i := &v1alpha1.Instance{ObjectMeta: metav1.ObjectMeta{Name: "sessions"}}
 			i.Spec.ForProvider = tc.p
-			_, errs := Resolve(i, defaults(t))
+			_, errs := Memcached(i, defaults(t))
 			got := make([]string, len(errs))
 			for i, e := range errs {
 				got[i] = e.Error()
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("\n%s\nResolve(...): -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("\n%s\nMemcached(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -170,11 +170,11 @@ func TestResolve(t *testing.T) {
 func TestInvalidMessage(t *testing.T) {
 	i := &v1alpha1.Instance{}
 	i.Spec.ForProvider = v1alpha1.InstanceParameters{Namespace: "team-a", MemcachedSpec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](9), Threads: ptr.To[int32](0)}}
-	_, errs := Resolve(i, defaults(t))
+	_, errs := Memcached(i, defaults(t))
 	want := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize); " +
 		"spec.forProvider.threads: Invalid value: 0: must be an integer between 1 and 64"
 	if got := resolve.Message(errs); got != want {
-		t.Errorf("resolve.Message(Resolve(...)):\nwant %q\n got %q", want, got)
+		t.Errorf("resolve.Message(Memcached(...)):\nwant %q\n got %q", want, got)
 	}
 }
 

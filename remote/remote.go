@@ -1,29 +1,26 @@
-// Package instance translates between a Memcached and an Instance, the managed resource
-// that runs a Memcached in another cluster. Both sides use it: the Instance controller to
-// resolve an Instance and report its state, and a composition function to compose an
-// Instance for a claim and read back whether it is ready. Keeping both directions here keeps
-// them symmetric. Every function is pure, no client and no I/O; only the conditions carry
-// the current time as their transition time.
-package instance
+// Package remote translates between a Memcached and the Instance that runs it remotely, in
+// the cluster a ProviderConfig of the Memcached provider reaches. Both sides use it: the
+// composition function composes an Instance for a claim and reads back whether it is ready,
+// and the provider resolves an Instance and reports its state. Keeping both directions here
+// keeps them symmetric. Every function is pure, no client and no I/O; only the conditions
+// carry the current time as their transition time.
+package remote
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	cachev1alpha1 "github.com/example/function-memcached/apis/v1alpha1"
 	"github.com/example/function-memcached/readiness"
 	"github.com/example/function-memcached/render"
 	"github.com/example/function-memcached/resolve"
 )
 
-// ForMemcached returns an Instance that runs m, already resolved (and so validated against
+// Instance returns an Instance that runs m, already resolved (and so validated against
 // the caller's policy), in the cluster that ref's (Cluster)ProviderConfig reaches. Every
 // field is written out, none left to the provider's defaults, so the provider renders
 // exactly what the caller resolved.
@@ -36,7 +33,7 @@ import (
 // The provider applies its built-in policy (at most 3 replicas, 1024 MB, any registry) to
 // the Instance too, so an m the caller's policy allows beyond those limits is reported as
 // an invalid spec on the Instance.
-func ForMemcached(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.Instance {
+func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.Instance {
 	spec := cachev1alpha1.MemcachedSpec{
 		Size:             ptr.To(m.Size),
 		Image:            m.Image,
@@ -73,28 +70,17 @@ func Target(i *v1alpha1.Instance) (name, namespace string) {
 	return render.Name(n), i.Spec.ForProvider.Namespace
 }
 
-// Resolve validates an Instance's forProvider exactly as resolve validates a claim's spec,
-// with s as the policy, and returns what to render. Errors name the Instance's fields
+// Memcached resolves an Instance's forProvider exactly as a claim's spec is resolved, with s
+// as the policy, and returns what to render. Errors name the Instance's fields
 // (spec.forProvider.size, not spec.size), each with its value and limit.
-func Resolve(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, field.ErrorList) {
+func Memcached(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, field.ErrorList) {
+	root := field.NewPath("spec", "forProvider")
 	name, namespace := Target(i)
 	if namespace == "" {
-		return render.Memcached{}, field.ErrorList{field.Required(field.NewPath("spec", "forProvider", "namespace"),
+		return render.Memcached{}, field.ErrorList{field.Required(root.Child("namespace"),
 			"the namespace of the target cluster to run Memcached in")}
 	}
-	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&i.Spec.ForProvider.MemcachedSpec)
-	if err != nil {
-		// A typed spec always converts; report it against forProvider rather than panic.
-		return render.Memcached{}, field.ErrorList{field.InternalError(field.NewPath("spec", "forProvider"), err)}
-	}
-	m, errs := resolve.Memcached(spec, name, namespace, s)
-	for _, e := range errs {
-		// resolve names claim fields under "spec"; the same fields live under spec.forProvider.
-		if rest, ok := strings.CutPrefix(e.Field, "spec"); ok {
-			e.Field = "spec.forProvider" + rest
-		}
-	}
-	return m, errs
+	return resolve.Memcached(root, i.Spec.ForProvider.MemcachedSpec, name, namespace, s)
 }
 
 // Conditions express an Available verdict as the Instance's conditions: Crossplane's Ready

@@ -28,14 +28,16 @@ type ProviderConfigReference struct {
 	// Kind is ClusterProviderConfig (the platform's, for every namespace) or ProviderConfig
 	// (one in the claim's namespace).
 	// +kubebuilder:validation:Enum=ClusterProviderConfig;ProviderConfig
-	// +kubebuilder:default=ClusterProviderConfig
 	// +optional
 	Kind string `json:"kind,omitempty"`
 }
 
-// MemcachedSpec is what an application team asks for. Every field is optional except where
-// the schema says otherwise; the function fills the gaps from its Input's defaults, so a
-// claim with an empty spec is a valid, production-shaped Memcached of one replica.
+// MemcachedSpec is what an application team asks for. Every field is optional; package
+// resolve fills the gaps from the platform's Input and its own defaults, so a claim with an
+// empty spec is a valid, production-shaped Memcached of one replica. The schema carries no
+// default the Input could set (the API server would fill it in before the function runs, and
+// the platform's default could never apply); size's default of 1 stays in the schema because
+// the Input has none for it.
 type MemcachedSpec struct {
 	// Size is the number of memcached replicas. Clients shard keys across all of them, so a
 	// larger size means a larger cache, not a faster one. The platform's policy caps it
@@ -51,24 +53,22 @@ type MemcachedSpec struct {
 	Image string `json:"image,omitempty"`
 
 	// MemoryLimitMB is memcached's cache size in megabytes (memcached -m). The container's
-	// memory request and limit are derived from it with headroom for connections.
+	// memory request and limit are derived from it with headroom for connections. Unset
+	// means the platform's default (the Input's defaults.memoryLimitMB, else 64).
 	// +kubebuilder:validation:Minimum=16
-	// +kubebuilder:default=64
 	// +optional
 	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
 
 	// MaxConnections is the number of simultaneous client connections each replica accepts
-	// (memcached -c).
+	// (memcached -c). Unset means 1024.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65536
-	// +kubebuilder:default=1024
 	// +optional
 	MaxConnections *int32 `json:"maxConnections,omitempty"`
 
-	// Threads is the number of worker threads of each replica (memcached -t).
+	// Threads is the number of worker threads of each replica (memcached -t). Unset means 4.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
-	// +kubebuilder:default=4
 	// +optional
 	Threads *int32 `json:"threads,omitempty"`
 
@@ -112,16 +112,16 @@ type CPU struct {
 // disruptions such as node drains.
 type HighAvailability struct {
 	// Enabled turns on soft pod anti-affinity, topology spread across zones, and a
-	// PodDisruptionBudget allowing one replica down at a time when size > 1.
-	// +kubebuilder:default=true
+	// PodDisruptionBudget allowing one replica down at a time when size > 1. Unset means
+	// true.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // Metrics configures the Prometheus exporter sidecar.
 type Metrics struct {
-	// Enabled adds a memcached exporter sidecar serving metrics on port 9150.
-	// +kubebuilder:default=false
+	// Enabled adds a memcached exporter sidecar serving metrics on port 9150. Unset means
+	// false.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 }
@@ -141,13 +141,20 @@ type MemcachedStatus struct {
 	// resolves to every replica so that clients can shard keys across them.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// Selector is the label selector of the memcached pods, in its string form. The scale
+	// subresource serves it, so that a HorizontalPodAutoscaler finds the pods to measure.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 }
 
 // XMemcached is the composite resource. The Go type exists so that controller-gen can
-// derive the XRD's schema from it and so that tests can decode fixtures with it; the
-// function itself reads XRs as unstructured data because Crossplane adds fields of its own.
+// derive the XRD's schema (and scale subresource) from it, and so that the function decodes
+// an XR's spec into it. Its scale subresource lets `kubectl scale memcached/<name>` and
+// autoscalers resize a Memcached like a Deployment: spec.size is its replicas.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 type XMemcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

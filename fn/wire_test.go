@@ -1,0 +1,55 @@
+package fn
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/crossplane/function-sdk-go/logging"
+	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+)
+
+// TestWire proves the pre-encoded fast path loses nothing: for every request fixture,
+// Crossplane decodes what Wire sends into exactly the response RunFunction returns, and Wire
+// does send some renderings pre-encoded.
+func TestWire(t *testing.T) {
+	f := New(logging.NewNopLogger())
+	w := f.Wire()
+	preEncoded := 0
+	for _, path := range fixtures(t) {
+		t.Run(path, func(t *testing.T) {
+			req := &fnv1.RunFunctionRequest{}
+			readProtoYAML(t, path, req)
+			want, err := f.RunFunction(context.Background(), proto.Clone(req).(*fnv1.RunFunctionRequest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, err := w.RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range sent.GetDesired().GetResources() {
+				if len(r.ProtoReflect().GetUnknown()) > 0 {
+					preEncoded++
+				}
+			}
+			b, err := proto.Marshal(sent)
+			if err != nil {
+				t.Fatalf("cannot encode the response: %v", err)
+			}
+			got := &fnv1.RunFunctionResponse{}
+			if err := proto.Unmarshal(b, got); err != nil {
+				t.Fatalf("cannot decode the response: %v", err)
+			}
+			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("Wire().RunFunction(...) as Crossplane decodes it: -RunFunction(...), +got:\n%s", diff)
+			}
+		})
+	}
+	if preEncoded == 0 {
+		t.Error("Wire sent no rendering pre-encoded")
+	}
+}
