@@ -148,8 +148,10 @@ func keyOf(o render.Object) string {
 }
 
 // held returns the desired form of an observed object that must stay exactly as it runs:
-// its identity, labels and content (spec, data, type), without the status and server-set
-// metadata (uid, resourceVersion, managedFields, …) that an apply must not carry.
+// its identity, labels, the renderer's spec stamp and content (spec, data, type), without the
+// status and server-set metadata (uid, resourceVersion, managedFields, …) that an apply must
+// not carry. The stamp stays because dropping it would change the Deployment: the API server
+// counts an annotation change as a new generation of a Deployment.
 func held(o *structpb.Struct) *structpb.Struct {
 	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(o.GetFields()))}
 	for k, v := range o.GetFields() {
@@ -162,6 +164,9 @@ func held(o *structpb.Struct) *structpb.Struct {
 		if v := get(o, "metadata", k); v != nil {
 			md.Fields[k] = v
 		}
+	}
+	if v := get(o, "metadata", "annotations", render.AnnotationSpec); v != nil {
+		md.Fields["annotations"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{render.AnnotationSpec: v}})
 	}
 	out.Fields["metadata"] = structpb.NewStructValue(md)
 	return out

@@ -163,7 +163,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			return rsp, nil
 		}
 		cond = compose(desired, observed, r, od, oi, placement, prevReason)
-		if placement == nil && !cond.Available && readiness.Applied(od, r.want) {
+		if settings.PodDiagnostics && placement == nil && !cond.Available && readiness.Applied(od, r.want) {
 			// Everything is applied and still not every replica serves: the pods say why.
 			cond.Message = explain(rsp, req, m, cond.Message)
 		}

@@ -147,6 +147,9 @@ func TestRunFunction(t *testing.T) {
 		"pods-probe-failing": {
 			reason: "Running pods whose readiness probe fails are named; liveness restarts are counted.",
 		},
+		"pods-diagnostics-off": {
+			reason: "A platform that turned pod diagnostics off (Crossplane may not read pods) gets no pod requirement: the message carries the counts only.",
+		},
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},

@@ -274,6 +274,7 @@ func wantPackage(arch string) pkg {
 			"cache.example.com/Memcached",
 			"namespaced.cache.example.com/Memcached",
 			"pkg.crossplane.io/Function",
+			"rbac.authorization.k8s.io/ClusterRole",
 		},
 	}
 }
