@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -32,6 +33,9 @@ type rendered struct {
 	// connection details.
 	endpoint   string
 	connection map[string][]byte
+	// selector is the pods' label selector as a string: the XR's status.selector, which the
+	// scale subresource serves.
+	selector string
 	// want is what the rendered Deployment asks for, which readiness judges the observed one
 	// against; empty when the Memcached runs elsewhere.
 	want readiness.Want
@@ -115,6 +119,7 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		objects:    make(map[string]*structpb.Struct, len(objs)),
 		endpoint:   render.Endpoint(m),
 		connection: render.ConnectionDetails(m),
+		selector:   selector(m),
 	}
 	for _, o := range objs {
 		if d, ok := o.(*appsv1.Deployment); ok {
@@ -170,4 +175,9 @@ func held(o *structpb.Struct) *structpb.Struct {
 	}
 	out.Fields["metadata"] = structpb.NewStructValue(md)
 	return out
+}
+
+// selector is the string form of the selector of m's pods.
+func selector(m render.Memcached) string {
+	return labels.SelectorFromSet(render.SelectorLabels(m)).String()
 }

@@ -17,7 +17,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -150,8 +149,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	if len(errs) > 0 {
 		var holding bool
 		cond, holding = hold(desired, observed, od, oi, errs)
-		// Nothing rendered, yet the endpoint is known when the target is.
-		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+		// Nothing rendered, yet the endpoint and the pods' selector are known when the target is.
+		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
 		if !holding {
 			// Nothing of this Memcached runs, and Crossplane would count zero unready
 			// composed resources as a ready XR.
@@ -176,7 +175,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		elsewhere = oi != nil
 	}
 	replicas, available := observedReplicas(elsewhere, od, oi)
-	reportStatus(rsp, replicas, available, r, m, t)
+	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
@@ -244,6 +243,12 @@ func observedReplicas(elsewhere bool, od *appsv1.Deployment, oi *memcachedv1alph
 	return 0, 0
 }
 
+// Where a claim's fields live, for field errors: built once, since a field.Path is immutable.
+var (
+	specPath      = field.NewPath("spec")
+	placementPath = specPath.Child("providerConfigRef")
+)
+
 // resolveSpec resolves the XR's spec: the Memcached, and where it runs (nil for this
 // cluster).
 func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
@@ -251,9 +256,8 @@ func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.
 	if spec == nil {
 		return render.Memcached{}, nil, errs
 	}
-	root := field.NewPath("spec")
-	m, merrs := resolve.Memcached(root, spec.MemcachedSpec, t.name, t.namespace, s)
-	p, perrs := resolve.Placement(root.Child("providerConfigRef"), spec.ProviderConfigRef, s)
+	m, merrs := resolve.Memcached(specPath, spec.MemcachedSpec, t.name, t.namespace, s)
+	p, perrs := resolve.Placement(placementPath, spec.ProviderConfigRef, s)
 	return m, p, append(append(errs, merrs...), perrs...)
 }
 
@@ -287,7 +291,7 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 // status.selector (the pods' label selector, which the scale subresource serves to autoscalers)
 // into the desired XR, keeping whatever earlier steps put there, and connection details for
 // claims.
-func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, m render.Memcached, t targetInfo) {
+func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
 	dxr := composite(rsp)
 	if dxr.Resource == nil {
 		dxr.Resource = &structpb.Struct{}
@@ -309,7 +313,7 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 		return
 	}
 	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
-	status.Fields["selector"] = structpb.NewStringValue(labels.SelectorFromSet(render.SelectorLabels(m)).String())
+	status.Fields["selector"] = structpb.NewStringValue(r.selector)
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
 			dxr.ConnectionDetails = map[string][]byte{}
