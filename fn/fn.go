@@ -15,6 +15,7 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,20 +49,22 @@ const (
 // ownKeys are the composed resources the function may desire, in a fixed order.
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance}
 
-// ResponseTTL is how long Crossplane may rely on a response. With realtime compositions (the
-// default in Crossplane v2) an XR is reconciled again when it or any composed resource
-// changes, and otherwise after the shortest TTL of its pipeline: Crossplane does not poll.
-// Everything this function reads — the XR, its Input, the composed Deployment, Service and
-// PodDisruptionBudget — is watched and the function is deterministic, so the TTL is the
-// safety net for a watch event that never arrives. One does not: Crossplane's per-XR circuit
-// breaker (100 events, then 1 a second) drops watch events for a busy XR, and a resize of
-// real pods (3 → 5 → 2, each pod's readiness a new status) trips it within seconds (the node
-// lane's TestNodeResize). The XR then changes no more, so no further event comes, and the
-// claim keeps its last status until the TTL: with ten minutes it still said "resizing to 2
-// replicas: 5/2" two minutes after the resize was done. One minute (the SDK's default) bounds
-// that to a minute, for one idle call per XR a minute. Without realtime compositions
-// Crossplane ignores the TTL for requeues and polls instead.
-const ResponseTTL = time.Minute
+// ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
+// compositions (the default in Crossplane v2) an XR is reconciled again when it or anything
+// the function composes or requires changes, and otherwise after the shortest TTL of its
+// pipeline: Crossplane does not poll. Everything this function reads is watched and the
+// function is deterministic, so the TTL is the safety net for a watch event that never
+// arrives — and one does not: Crossplane's per-XR circuit breaker (100 events, then one a
+// second) drops the watch events of a busy XR, and a resize of real pods (3 → 5 → 2, each
+// pod's readiness a new event) trips it within seconds (the node lane's TestNodeResize).
+// Once the pods settle nothing changes, no further event comes, and the claim keeps its last
+// status until the TTL. So a Memcached that is changing or unavailable is looked at again
+// after ChangingTTL, which bounds that lag; an available one after ResponseTTL, one idle call
+// per XR a minute. Without realtime compositions Crossplane ignores the TTL and polls.
+const (
+	ResponseTTL = time.Minute
+	ChangingTTL = 15 * time.Second
+)
 
 // ConditionAvailable is the function's own condition on the XR and claim: whether the
 // Memcached serves, and why not. Crossplane owns Ready and Synced itself.
@@ -177,6 +180,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	replicas, available := observedReplicas(elsewhere, od, oi)
 	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
+	if !cond.Available && cond.Reason != readiness.ReasonInvalidSpec {
+		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
+	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
 	return rsp, nil
