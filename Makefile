@@ -82,7 +82,7 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
-test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package
+test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
 	$(GO) vet ./...
 	CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -count=1 -cover ./... | tee $(BIN)/test.out
 	@awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \
@@ -95,6 +95,7 @@ clean:
 include build/bench.mk
 include build/xpkg.mk
 include build/authproxy.mk
-include build/e2e.mk
-include build/provider.mk
 include build/memcached.mk
+include build/e2e.mk
+include build/node.mk
+include build/provider.mk

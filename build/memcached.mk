@@ -1,6 +1,8 @@
 # The real memcached for tests: Debian's package, pinned. `make test` runs memcached with the
 # arguments and files the renderer gives a pod (test/memcached) and the auth proxy against it
-# (authproxy), so the set-up installs it. Included from the top-level Makefile.
+# (authproxy), so the set-up installs it; the e2e suite's node lane (build/node.mk) builds its
+# memcached image from the same package. Included from the top-level Makefile before
+# build/node.mk, which reads MEMCACHED_PACKAGE.
 #
 #   make memcached-package   install it (as root); a no-op when the pinned version is there
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -55,11 +56,22 @@ const (
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance,
 	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor}
 
-// ResponseTTL is how long Crossplane may rely on a response. With realtime compositions an XR
-// is reconciled when it or a composed resource changes, and everything this function reads is
-// watched, so the TTL is only a safety net for a missed watch event: ten minutes instead of
-// the SDK's one cuts idle calls tenfold.
-const ResponseTTL = 10 * time.Minute
+// ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
+// compositions (the default in Crossplane v2) an XR is reconciled again when it or anything
+// the function composes or requires changes, and otherwise after the shortest TTL of its
+// pipeline: Crossplane does not poll. Everything this function reads is watched and the
+// function is deterministic, so the TTL is the safety net for a watch event that never
+// arrives — and one does not: Crossplane's per-XR circuit breaker (100 events, then one a
+// second) drops the watch events of a busy XR, and a resize of real pods (3 → 5 → 2, each
+// pod's readiness a new event) trips it within seconds (the node lane's TestNodeResize).
+// Once the pods settle nothing changes, no further event comes, and the claim keeps its last
+// status until the TTL. So a Memcached that is changing or unavailable is looked at again
+// after ChangingTTL, which bounds that lag; an available one after ResponseTTL, one idle call
+// per XR a minute. Without realtime compositions Crossplane ignores the TTL and polls.
+const (
+	ResponseTTL = time.Minute
+	ChangingTTL = 15 * time.Second
+)
 
 // ConditionAvailable is the function's own condition on the XR and claim: whether the
 // Memcached serves, and why not. Crossplane owns Ready and Synced itself.
@@ -210,6 +222,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	replicas, available := observedReplicas(elsewhere, od, oi)
 	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
+	if !cond.Available && cond.Reason != readiness.ReasonInvalidSpec {
+		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
+	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
 	return rsp, nil

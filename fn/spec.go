@@ -63,7 +63,7 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 // that failed, with the value as written there.
 func typeError(spec *structpb.Struct, key string, err error, s resolve.Settings) *field.Error {
 	path := []string{key}
-	want := ""
+	want := "a value of the field's type"
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		// Field is the dotted path of JSON names, with the Go names of embedded structs

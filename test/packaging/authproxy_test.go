@@ -35,7 +35,7 @@ func wantProxyImage(arch string) proxyImage {
 		Entrypoint: []string{"/memcached-auth-proxy"},
 		// memcached's user, whom the pods run every container as.
 		User:    "11211:11211",
-		Files:   []string{"memcached-auth-proxy"},
+		Files:   []string{"etc/group", "etc/passwd", "memcached-auth-proxy"},
 		Machine: map[string]string{"amd64": elf.EM_X86_64.String(), "arm64": elf.EM_AARCH64.String()}[arch],
 		Static:  true,
 	}

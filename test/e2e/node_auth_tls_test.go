@@ -1,0 +1,193 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/example/function-memcached/internal/memcachedtest"
+	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/test/e2e/internal/images"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+)
+
+// securedComposition is the node lane's Composition for a platform that requires
+// authentication: the lane's images, authentication on for every claim, the auth proxy's
+// image (built and pushed by the scenario), and Prometheus in namespace monitoring.
+const securedComposition = "xmemcacheds-node-secured.cache.example.com"
+
+var securedOnce struct {
+	sync.Once
+	err error
+}
+
+func requireSecuredComposition(t *testing.T) {
+	t.Helper()
+	securedOnce.Do(func() { securedOnce.err = applySecuredComposition(context.Background()) })
+	if securedOnce.err != nil {
+		t.Fatal(securedOnce.err)
+	}
+}
+
+func applySecuredComposition(ctx context.Context) error {
+	proxy, err := images.AuthProxy(ctx, env.RepoRoot, env.Images.Registry)
+	if err != nil {
+		return err
+	}
+	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
+	if err != nil || len(objs) != 1 {
+		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
+	}
+	c := objs[0]
+	c.SetName(securedComposition)
+	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
+	pipeline[0].(map[string]any)["input"] = map[string]any{
+		"apiVersion": "memcached.fn.example.com/v1beta1",
+		"kind":       "Input",
+		"defaults": map[string]any{
+			"image":          env.Images.Memcached,
+			"exporterImage":  env.Images.Exporter,
+			"authProxyImage": proxy,
+			"memoryLimitMB":  int64(64),
+			"auth":           map[string]any{"enabled": true},
+		},
+		"policy": map[string]any{
+			"maxSize":           int64(laneMaxSize),
+			"maxMemoryLimitMB":  int64(laneMaxMemoryMB),
+			"allowedRegistries": []any{env.Images.Registry},
+			"requireAuth":       true,
+		},
+		"metrics": map[string]any{"monitoringNamespace": "monitoring"},
+	}
+	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
+		return err
+	}
+	_, err = env.Kube.Apply(ctx, c)
+	return err
+}
+
+// On the real node, a claim with TLS (a cert-manager-like Secret) under a platform that
+// requires authentication runs memcached from Debian's package with the mounted credentials
+// and certificate — files of group 11211, mode 0440, which memcached, running as 11211, reads —
+// and a client with the connection Secret's details (its CA to verify the certificate against
+// the host name, its username and password) stores and reads keys on every replica; a client
+// without credentials, with a wrong password, or speaking plaintext is refused. The exporter,
+// through the auth proxy, reports memcached up and the items written.
+func TestNodeAuthAndTLS(t *testing.T) {
+	requireNode(t)
+	requireSecuredComposition(t)
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNodeNamespace(t, "node-secured")
+	const name = "sessions"
+	ca := newCA(t)
+	writeTLSSecret(t, ca, ns, name+"-tls", name)
+	claim := newClaim(ns, name, 2)
+	spec := claim.Object["spec"].(map[string]any)
+	spec["compositionRef"] = map[string]any{"name": securedComposition}
+	spec["tls"] = map[string]any{"secretName": name + "-tls"}
+	spec["metrics"] = map[string]any{"enabled": true}
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, name, 2)
+	pods := waitPodsReady(t, ns, name, 2)
+	cd := waitConnection(t, ns, name+"-memcached", func(cd map[string]string) error {
+		if cd["password"] == "" || cd["tls"] != "true" || cd["ca.crt"] == "" {
+			return errors.New("want username, password, tls and ca.crt")
+		}
+		return nil
+	})
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(cd["ca.crt"])) {
+		t.Fatal("the connection Secret's ca.crt holds no certificate")
+	}
+	dialTLS := func(t *testing.T, addr string) *memcachedtest.Conn {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr,
+			&tls.Config{RootCAs: roots, ServerName: cd["host"], MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatalf("TLS to %s, verifying %s against the connection Secret's CA: %v", addr, cd["host"], err)
+		}
+		mc := memcachedtest.NewConn(c)
+		t.Cleanup(func() { _ = mc.Close() })
+		return mc
+	}
+
+	for i := range pods {
+		addr := net.JoinHostPort(pods[i].Status.PodIP, strconv.Itoa(render.Port))
+		t.Run("replica "+pods[i].Name, func(t *testing.T) {
+			c := dialTLS(t, addr)
+			if got, err := c.Auth(cd["username"], cd["password"]); err != nil || got != "STORED" {
+				t.Fatalf("authenticating with the connection Secret's credentials: %q, %v", got, err)
+			}
+			key := fmt.Sprintf("key-%d", i)
+			if got, err := c.Set(key, "value"); err != nil || got != "STORED" {
+				t.Fatalf("set: %q, %v", got, err)
+			}
+			if got, err := c.Get(key); err != nil || got != "value" {
+				t.Fatalf("get: %q, %v", got, err)
+			}
+			if got, err := dialTLS(t, addr).Line("get " + key); err != nil || got != "CLIENT_ERROR unauthenticated" {
+				t.Errorf("get without credentials: %q, %v; want CLIENT_ERROR unauthenticated", got, err)
+			}
+			if got, err := dialTLS(t, addr).Auth(cd["username"], cd["password"]+"x"); err != nil || got != "CLIENT_ERROR authentication failure" {
+				t.Errorf("a wrong password: %q, %v; want CLIENT_ERROR authentication failure", got, err)
+			}
+			plain, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := memcachedtest.NewConn(plain).Line("version"); err == nil {
+				t.Errorf("a plaintext client got %q, want the connection closed", got)
+			}
+			_ = plain.Close()
+		})
+	}
+
+	t.Run("memcached, as 11211, reads Secret files only its group may read", func(t *testing.T) {
+		p := mainProcess(t, container(t, &pods[0], render.ContainerName))
+		wantConfined(t, "memcached", p, render.UID)
+		for _, f := range []string{render.AuthDir + "/" + render.AuthFileKey, render.TLSDir + "/tls.key"} {
+			st, err := os.Stat(filepath.Join("/proc", strconv.Itoa(p.PID), "root", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys, ok := st.Sys().(*syscall.Stat_t); !ok || st.Mode().Perm() != 0o440 || sys.Gid != render.UID || sys.Uid != 0 {
+				t.Errorf("%s: mode %o, owner %v; want 0440, root:%d", f, st.Mode().Perm(), st.Sys(), render.UID)
+			}
+		}
+		proxy := mainProcess(t, container(t, &pods[0], render.AuthProxyContainerName))
+		wantConfined(t, "auth proxy", proxy, render.UID)
+	})
+
+	t.Run("the exporter reaches memcached through the auth proxy", func(t *testing.T) {
+		err := kube.Wait(ctx, defaultTimeout, "exporters reporting memcached_up 1 and an item each", func(ctx context.Context) error {
+			for _, p := range pods {
+				m, err := scrape(ctx, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(render.MetricsPort))+"/metrics")
+				if err != nil {
+					return err
+				}
+				if m["memcached_up"] != 1 || m["memcached_current_items"] != 1 {
+					return errors.Errorf("pod %s: memcached_up %v, items %v", p.Name, m["memcached_up"], m["memcached_current_items"])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
