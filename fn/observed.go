@@ -8,9 +8,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/example/function-memcached/render"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/render"
 )
 
 // The function reads observed state straight from the request's protobuf Structs: it needs a

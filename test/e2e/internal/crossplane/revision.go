@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
@@ -165,4 +166,20 @@ func runFunctionCalls(ctx context.Context, url string) (int64, error) {
 		return 0, errors.New("the function's metrics have no grpc_server_handled_total for RunFunction")
 	}
 	return total, nil
+}
+
+// revisions lists the FunctionRevisions of function; none yet is an error, to retry.
+func revisions(ctx context.Context, c *kube.Client, function string) (dynamic.ResourceInterface, []unstructured.Unstructured, error) {
+	r, err := c.Resource(FunctionRevisionGVK, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	revs, err := r.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + function})
+	if err != nil {
+		return nil, nil, errors.Wrap(err, "cannot list FunctionRevisions")
+	}
+	if len(revs.Items) == 0 {
+		return nil, nil, errors.Errorf("no FunctionRevision of %s yet", function)
+	}
+	return r, revs.Items, nil
 }

@@ -6,11 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
@@ -137,20 +134,13 @@ func (rt *Runtime) Serve(ctx context.Context) {
 // reconcile gives every revision of the function the TLS server Secret and the status a
 // runtime owns: the endpoint, the Secret's name and RuntimeHealthy.
 func (rt *Runtime) reconcile(ctx context.Context) error {
-	r, err := rt.c.Resource(FunctionRevisionGVK, "")
+	r, revs, err := revisions(ctx, rt.c, rt.opts.Name)
 	if err != nil {
 		return err
 	}
-	revs, err := r.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + rt.opts.Name})
-	if err != nil {
-		return errors.Wrap(err, "cannot list FunctionRevisions")
-	}
-	if len(revs.Items) == 0 {
-		return errors.Errorf("no FunctionRevision of %s yet", rt.opts.Name)
-	}
-	for _, rev := range revs.Items {
+	for _, rev := range revs {
 		secret := revisionSecret(&rev, rt.opts.Name)
-		if err := rt.ensureSecret(ctx, secret); err != nil {
+		if err := ensureTLSServerSecret(ctx, rt.c, secret, rt.opts.ServerCertsDir); err != nil {
 			return err
 		}
 		if ep, _, _ := unstructured.NestedString(rev.Object, "status", "endpoint"); ep == rt.Endpoint {
@@ -163,10 +153,6 @@ func (rt *Runtime) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (rt *Runtime) ensureSecret(ctx context.Context, name string) error {
-	return ensureTLSServerSecret(ctx, rt.c, name, rt.opts.ServerCertsDir)
 }
 
 // RunFunctionCalls reads the function's Prometheus metrics and returns how many RunFunction

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/node"
@@ -105,18 +106,11 @@ func (rt *PodRuntime) Serve(ctx context.Context) {
 // reconcile gives every revision its TLS server Secret and the active one its ServiceAccount,
 // Service and Deployment, and sets the status a runtime owns.
 func (rt *PodRuntime) reconcile(ctx context.Context) error {
-	r, err := rt.c.Resource(FunctionRevisionGVK, "")
+	r, revs, err := revisions(ctx, rt.c, rt.opts.Name)
 	if err != nil {
 		return err
 	}
-	revs, err := r.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + rt.opts.Name})
-	if err != nil {
-		return errors.Wrap(err, "cannot list FunctionRevisions")
-	}
-	if len(revs.Items) == 0 {
-		return errors.Errorf("no FunctionRevision of %s yet", rt.opts.Name)
-	}
-	for _, rev := range revs.Items {
+	for _, rev := range revs {
 		secret := revisionSecret(&rev, rt.opts.Name)
 		if err := ensureTLSServerSecret(ctx, rt.c, secret, rt.opts.ServerCertsDir); err != nil {
 			return err

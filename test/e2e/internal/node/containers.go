@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // A Container is a running container of a pod on the real node, as the host sees it: its
