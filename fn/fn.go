@@ -1,7 +1,9 @@
 // Package fn is the Memcached composition function: it reads the observed XR and the
-// function's Input, renders the Deployment, Service, PodDisruptionBudget and (for namespaced
-// XRs) connection Secret, marks each ready from its observed state, and reports the
-// Available condition, status and connection details back to the XR and its claim.
+// function's Input, renders the Deployment, Service, PodDisruptionBudget, NetworkPolicy, and,
+// as the spec and Input ask, the auth Secret, ServiceMonitor and (for namespaced XRs)
+// connection Secret, marks each ready from its observed state, and reports the Available
+// condition, status and connection details back to the XR and its claim. It keeps generated
+// credentials stable and reads a spec's TLS Secret through Crossplane (security.go).
 //
 // Everything it decides is delegated: resolve checks the spec against policy, render builds
 // the objects, readiness judges observed state. This package moves data between the
