@@ -38,7 +38,7 @@ func TestNetworkPolicy(t *testing.T) {
 				Ports: []networkingv1.NetworkPolicyPort{memcachedPort}}},
 		},
 		"MetricsFromMonitoring": {
-			reason: "The metrics port is reachable from the monitoring namespace only, not from the Memcached's own.",
+			reason:  "The metrics port is reachable from the monitoring namespace only, not from the Memcached's own.",
 			metrics: true, access: NetworkAccess{MonitoringNamespace: "monitoring"},
 			want: []networkingv1.NetworkPolicyIngressRule{
 				{From: []networkingv1.NetworkPolicyPeer{sameNamespace}, Ports: []networkingv1.NetworkPolicyPort{memcachedPort}},
@@ -109,7 +109,9 @@ func TestContainers(t *testing.T) {
 		},
 		"Auth": {
 			reason: "With auth the exporter scrapes the auth proxy, which authenticates to memcached.",
-			m:      func(m *Memcached) { m.Metrics, m.Auth, m.AuthProxyImage = true, &Auth{Username: "u", Password: "p"}, "proxy:1" },
+			m: func(m *Memcached) {
+				m.Metrics, m.Auth, m.AuthProxyImage = true, &Auth{Username: "u", Password: "p"}, "proxy:1"
+			},
 			want: map[string][]string{"exporter": {"--memcached.address=127.0.0.1:11213"},
 				"auth-proxy": {"--listen=127.0.0.1:11213", "--upstream=127.0.0.1:11211", "--credentials=/etc/memcached/auth"}},
 		},
