@@ -46,21 +46,24 @@ type rendered struct {
 }
 
 // renderKey identifies a rendering. render.Memcached is comparable except for its pointers
-// (CPU quantities, auth, TLS, network policy, scheduling), whose canonical strings stand in for
-// them.
+// (CPU quantities, auth, TLS, network policy, scheduling), which stand in by value: the CPU
+// quantities and the usual NetworkPolicy (on, admitting the own namespace) as comparable
+// fields, everything rarer as a canonical string.
 type renderKey struct {
 	m                    render.Memcached
 	cpuRequest, cpuLimit string
+	networkPolicy        bool
+	monitoringNamespace  string
 	security             string
 	namespaced           bool
 	placement            cachev1alpha1.ProviderConfigReference
 }
 
-// securityKey is a canonical string of m's auth, TLS, network policy and scheduling: cheap for
-// what most Memcacheds have (a NetworkPolicy admitting their own namespace), JSON for
-// selectors and tolerations.
+// securityKey is a canonical string of what m has beyond the usual: credentials, TLS, a
+// namespace selector and scheduling. Most Memcacheds have none, and cost nothing here.
 func securityKey(m render.Memcached) string {
-	if m.Auth == nil && m.TLS == nil && m.NetworkPolicy == nil && m.Scheduling == nil {
+	selector := m.NetworkPolicy != nil && m.NetworkPolicy.AllowedNamespaces != nil
+	if m.Auth == nil && m.TLS == nil && !selector && m.Scheduling == nil {
 		return ""
 	}
 	var b strings.Builder
@@ -70,12 +73,10 @@ func securityKey(m render.Memcached) string {
 	if t := m.TLS; t != nil {
 		b.WriteString("t\x00" + t.SecretName + "\x00" + t.Digest + "\x00" + t.CA + "\x00")
 	}
-	if n := m.NetworkPolicy; n != nil {
-		b.WriteString("n\x00" + n.MonitoringNamespace + "\x00")
-		if n.AllowedNamespaces != nil {
-			j, _ := json.Marshal(n.AllowedNamespaces) // A typed selector always encodes.
-			b.Write(j)
-		}
+	if selector {
+		j, _ := json.Marshal(m.NetworkPolicy.AllowedNamespaces) // A typed selector always encodes.
+		b.WriteString("n\x00")
+		b.Write(j)
 	}
 	if sc := m.Scheduling; sc != nil {
 		j, _ := json.Marshal(sc) // Typed maps and slices always encode.
@@ -96,6 +97,9 @@ type renderCache struct {
 
 func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
 	k := renderKey{m: m, namespaced: namespaced, security: securityKey(m)}
+	if np := m.NetworkPolicy; np != nil {
+		k.networkPolicy, k.monitoringNamespace = true, np.MonitoringNamespace
+	}
 	k.m.Auth, k.m.TLS, k.m.NetworkPolicy, k.m.Scheduling = nil, nil, nil, nil
 	if placement != nil {
 		k.placement = *placement

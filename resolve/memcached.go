@@ -78,7 +78,9 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 		}
 	}
 	errs = append(errs, security(root, spec, &m, s)...)
-	errs = append(errs, scheduling(root.Child("scheduling"), spec.Scheduling, &m, s)...)
+	if spec.Scheduling != nil {
+		errs = append(errs, scheduling(root.Child("scheduling"), spec.Scheduling, &m, s)...)
+	}
 	if len(errs) > 0 {
 		return render.Memcached{}, errs
 	}

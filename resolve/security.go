@@ -72,7 +72,9 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 		allowed = p.AllowedNamespaces
 	}
 	if np {
-		errs = append(errs, s.checkNamespaces(root.Child("networkPolicy", "allowedNamespaces"), allowed)...)
+		if allowed != nil { // Field paths are built only when there is something to check.
+			errs = append(errs, s.checkNamespaces(root.Child("networkPolicy", "allowedNamespaces"), allowed)...)
+		}
 		m.NetworkPolicy = &render.NetworkAccess{AllowedNamespaces: allowed, MonitoringNamespace: s.MonitoringNamespace}
 	}
 	m.ServiceMonitor = s.ServiceMonitor && m.Metrics
