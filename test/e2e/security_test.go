@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -384,4 +385,52 @@ func writeTLSSecret(t *testing.T, ca *pki.CA, ns, secret, name string) {
 		},
 	}}
 	apply(t, s)
+}
+
+// A platform that runs the Prometheus Operator sets the Input's metrics.serviceMonitor: a claim
+// with metrics then gets a ServiceMonitor for its Service's metrics port, and is Available
+// once the API server has it.
+func TestServiceMonitor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
+		"spec": map[string]any{
+			"group": "monitoring.coreos.com", "scope": "Namespaced",
+			"names": map[string]any{"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": map[string]any{
+				"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	apply(t, crd)
+	objs, err := kube.ReadObjects(env.RepoRoot + "/example/composition.yaml")
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("cannot read example/composition.yaml: %v", err)
+	}
+	comp := objs[0]
+	comp.SetName("servicemonitors.cache.example.com")
+	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+	_ = unstructured.SetNestedField(steps[0].(map[string]any), true, "input", "metrics", "serviceMonitor")
+	_ = unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline")
+	apply(t, comp)
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, comp.GroupVersionKind(), "", comp.GetName()) })
+
+	ns := newNamespace(t, "monitored")
+	claim := newClaim(ns, "sessions", 1)
+	_ = unstructured.SetNestedField(claim.Object, true, "spec", "metrics", "enabled")
+	_ = unstructured.SetNestedField(claim.Object, comp.GetName(), "spec", "compositionRef", "name")
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, "sessions", 1)
+
+	sm := get(t, schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, ns, "sessions")
+	var port string
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) == 1 {
+		port, _, _ = unstructured.NestedString(endpoints[0].(map[string]any), "port")
+	}
+	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	if port != render.MetricsPortName || selector["app.kubernetes.io/instance"] != "sessions" {
+		t.Errorf("ServiceMonitor scrapes port %q of %v; want port %s of the Memcached's Service", port, selector, render.MetricsPortName)
+	}
 }
