@@ -263,7 +263,8 @@ type Object interface {
 // Objects are the objects that run m, in apply order: the auth Secret the pods mount (with
 // auth on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
 // NetworkPolicy and the ServiceMonitor. The function composes them and the provider applies
-// them, so both run exactly the same set.
+// them, so both run exactly the same set; for the provider, resolve.Remote leaves a Memcached
+// no auth, NetworkPolicy or ServiceMonitor, which it does not manage in a target cluster yet.
 func Objects(m Memcached) []Object {
 	var objs []Object
 	if m.Auth != nil {
