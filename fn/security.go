@@ -115,13 +115,14 @@ func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 	if !ok {
 		return nil, false
 	}
-	for _, r := range got.GetItems() {
-		s := &corev1.Secret{}
-		// A Secret that does not decode is reported like one without a certificate.
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.GetResource().AsMap(), s) == nil && s.GetName() == name {
-			return s, true
-		}
+	items := got.GetItems()
+	if len(items) == 0 {
+		return nil, true
+	}
+	s := &corev1.Secret{}
+	// A Secret that does not decode is reported like one of no type, without a certificate.
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(items[0].GetResource().AsMap(), s) != nil {
 		return &corev1.Secret{}, true
 	}
-	return nil, true
+	return s, true
 }
