@@ -7,7 +7,9 @@ import (
 )
 
 // Input configures the function from a Composition pipeline step. No Input at all means
-// every default below.
+// every default below. The Memcached provider reads the Input of the Composition labelled
+// memcached.example.com/instance-policy=true as the policy of Instances created directly, so
+// that they obey exactly what claims obey.
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories=crossplane
@@ -62,4 +64,11 @@ type Policy struct {
 	// example "docker.io" or "registry.example.com:5000". Empty allows any registry.
 	// +optional
 	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
+
+	// AllowedProviderConfigs, when set, are the only ProviderConfigs of the Memcached
+	// provider a claim may place a Memcached with (its providerConfigRef or
+	// defaults.providerConfigRef), and, for the provider, the only ones an Instance may
+	// name. A kind left empty means ClusterProviderConfig. Empty allows any.
+	// +optional
+	AllowedProviderConfigs []cachev1alpha1.ProviderConfigReference `json:"allowedProviderConfigs,omitempty"`
 }
