@@ -14,6 +14,19 @@ import (
 // counts, so that a composition can hand the same condition on to its claim.
 const TypeAvailable xpv2.ConditionType = "Available"
 
+// Reasons of the Available condition that only an Instance has, beside the claim's
+// (Available, Creating, Resizing, Progressing, Degraded, InvalidSpec). A composition hands
+// them on to its claim like the others.
+const (
+	// ReasonUnreachable: the provider cannot observe the target cluster (credentials
+	// missing, revoked or refused, the cluster unreachable); the message says why. It turns
+	// back as soon as the provider can observe again.
+	ReasonUnreachable = "Unreachable"
+	// ReasonConflict: an object under the Instance's names exists in the target namespace
+	// and is not the Instance's; the message names it. Nothing was changed.
+	ReasonConflict = "Conflict"
+)
+
 // InstanceParameters are the desired state of a Memcached in the target cluster: where it
 // runs, and the same fields a claim has. Defaults and limits are the platform's policy: the
 // function Input of the Composition labelled memcached.example.com/instance-policy=true, or
