@@ -13,6 +13,7 @@ package fn
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -107,14 +108,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			return rsp, nil
 		}
 	}
-	var oi *memcachedv1alpha1.Instance
-	if o, ok := observed[KeyInstance]; ok {
-		oi = &memcachedv1alpha1.Instance{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), oi); err != nil {
-			response.Fatal(rsp, errors.Wrapf(err, "cannot read the observed Instance %q", str(o.GetResource(), "metadata", "name")))
-			return rsp, nil
-		}
+	instances, err := observedInstances(observed)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
 	}
+	oi := anyInstance(instances)
 
 	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"),
 		str(xr, "metadata", "labels", LabelClaimName), str(xr, "metadata", "labels", LabelClaimNamespace))
@@ -143,7 +142,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		// Nothing rendered, yet the endpoint is known when the target is.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
 	} else {
-		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
+		var ik, iname string
+		if placement != nil {
+			ik, iname, oi = instanceFor(instances, placement, m.Name)
+		}
+		if r, err = f.renders.get(m, t.namespaced, placement, ik, iname); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
@@ -168,16 +171,21 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
 // that runs. It returns the InvalidSpec verdict naming every bad field.
 func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) readiness.Condition {
-	for _, k := range ownKeys {
-		if o, ok := observed[k]; ok {
+	for k, o := range observed {
+		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
 			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
 		}
 	}
 	if od != nil {
 		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptr.Deref(od.Spec.Replicas, 1)))
 	}
-	if oi != nil {
-		desired[KeyInstance].Ready = ready(remote.Ready(oi))
+	for k, o := range observed {
+		if isInstanceKey(k) {
+			i := &memcachedv1alpha1.Instance{}
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), i) == nil {
+				desired[k].Ready = ready(remote.Ready(i))
+			}
+		}
 	}
 	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
 }
@@ -190,10 +198,10 @@ func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.
 	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
-		switch k {
-		case KeyDeployment:
+		switch {
+		case k == KeyDeployment:
 			rd = ready(readiness.Deployment(od, m.Size))
-		case KeyInstance:
+		case isInstanceKey(k):
 			rd = ready(oi != nil && remote.Ready(oi))
 		}
 		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
