@@ -34,7 +34,7 @@ const (
 // is reported on the Instance and changes nothing in the target cluster.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="name is immutable: changing it would orphan the running Memcached"
-// +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace) && (!has(self.namespace) || self.namespace == oldSelf.namespace)",message="namespace is immutable: changing it would orphan the running Memcached"
+// +kubebuilder:validation:XValidation:rule="has(self.__namespace__) == has(oldSelf.__namespace__) && (!has(self.__namespace__) || self.__namespace__ == oldSelf.__namespace__)",message="namespace is immutable: changing it would orphan the running Memcached"
 type InstanceParameters struct {
 	// Namespace of the target cluster the Deployment, Service and PodDisruptionBudget are
 	// created in. Empty means the namespace named like the Instance's own, the only one a
