@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +28,7 @@ var (
 	providerConfigGVK        = schema.GroupVersionKind{Group: "memcached.example.com", Version: "v1alpha1", Kind: "ProviderConfig"}
 	clusterProviderConfigGVK = schema.GroupVersionKind{Group: "memcached.example.com", Version: "v1alpha1", Kind: "ClusterProviderConfig"}
 	eventGVK                 = schema.GroupVersionKind{Version: "v1", Kind: "Event"}
+	namespaceGVK             = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 )
 
 // Labels and annotations of the provider's API.
@@ -353,9 +353,9 @@ func managers(u *unstructured.Unstructured) []string {
 	return out
 }
 
-// instanceEvents returns the reasons of the events recorded on an Instance, oldest first
-// (by first timestamp), each repeated as many times as it was counted.
-func instanceEvents(t *testing.T, namespace, name string) []string {
+// instanceEvents counts the events recorded on an Instance by type and reason
+// ("Warning/Unreachable"), as the API server aggregated them.
+func instanceEvents(t *testing.T, namespace, name string) map[string]int64 {
 	t.Helper()
 	r, err := env.Kube.Resource(eventGVK, namespace)
 	if err != nil {
@@ -365,32 +365,28 @@ func instanceEvents(t *testing.T, namespace, name string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type ev struct {
-		at     time.Time
-		reason string
-		count  int64
-	}
-	var evs []ev
+	out := map[string]int64{}
 	for _, e := range l.Items {
 		reason, _, _ := unstructured.NestedString(e.Object, "reason")
 		typ, _, _ := unstructured.NestedString(e.Object, "type")
 		count, _, _ := unstructured.NestedInt64(e.Object, "count")
-		ts, _, _ := unstructured.NestedString(e.Object, "firstTimestamp")
-		at, _ := time.Parse(time.RFC3339, ts)
-		evs = append(evs, ev{at: at, reason: typ + "/" + reason, count: max(count, 1)})
+		out[typ+"/"+reason] += max(count, 1)
 	}
-	for i := range evs {
-		for j := i + 1; j < len(evs); j++ {
-			if evs[j].at.Before(evs[i].at) {
-				evs[i], evs[j] = evs[j], evs[i]
-			}
-		}
-	}
-	var out []string
-	for _, e := range evs {
-		for range e.count {
-			out = append(out, e.reason)
+	return out
+}
+
+// availability keeps the events of availability transitions.
+func availability(events map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, k := range []string{"Normal/Available", "Normal/Resizing", "Warning/Degraded", "Warning/Unreachable", "Warning/Conflict", "Warning/InvalidSpec"} {
+		if n := events[k]; n > 0 {
+			out[k] = n
 		}
 	}
 	return out
+}
+
+// applyAs are the options of a server-side apply by field manager.
+func applyAs(manager string) metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: manager, Force: true}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -57,6 +59,17 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
+// protobufStatus encodes a failure Status with message as an API server does in protobuf.
+func protobufStatus(t *testing.T, message string) string {
+	t.Helper()
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Message: message, Code: 403}
+	var b bytes.Buffer
+	if err := protobuf.NewSerializer(nil, nil).Encode(st, &b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 // answer is an HTTP answer, or a transport error when err is set.
 type answer struct {
 	resource string
@@ -82,6 +95,12 @@ func TestHealth(t *testing.T) {
 			reason:  "A refused watch makes the namespace unhealthy with the API server's own message, waking its Instances once however often it is retried.",
 			answers: []answer{{resource: "deployments", code: 200}, {resource: "deployments", code: 403, body: forbidden}, {resource: "deployments", code: 403, body: forbidden}},
 			want:    `deployments.apps is forbidden: User "memcached" cannot watch resource "deployments"`,
+			changes: 1,
+		},
+		"ForbiddenProtobuf": {
+			reason:  "API servers answer clients of built-in kinds in protobuf; the message is read from that too.",
+			answers: []answer{{resource: "deployments", code: 403, body: protobufStatus(t, "deployments.apps is forbidden: User \"memcached\" cannot list resource \"deployments\"")}},
+			want:    `deployments.apps is forbidden: User "memcached" cannot list resource "deployments"`,
 			changes: 1,
 		},
 		"Unauthorized": {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -11,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -154,9 +156,17 @@ func statusMessage(rsp *http.Response) string {
 	if err != nil {
 		return fallback
 	}
-	s := &metav1.Status{}
-	if json.Unmarshal(b, s) != nil || s.Message == "" {
+	o, _, err := statusCodecs.UniversalDeserializer().Decode(b, nil, &metav1.Status{})
+	if s, ok := o.(*metav1.Status); err != nil || !ok || s.Message == "" {
 		return fallback
 	}
-	return s.Message
+	return o.(*metav1.Status).Message
 }
+
+// statusCodecs decode a Kubernetes Status in JSON or in protobuf, which API servers answer
+// clients of built-in kinds with.
+var statusCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}()

@@ -47,6 +47,9 @@ type External struct {
 	Refused field.ErrorList
 	// Recorder records events on availability transitions; nil records none.
 	Recorder event.Recorder
+	// Transitions remember what each Instance last reported, so that a transition is
+	// announced once; nil compares with the Instance's status only.
+	Transitions *Transitions
 
 	// observed is what Observe found, for the Create, Update or Delete that follows it in
 	// the same reconcile: they write only over what Observe judged the Instance's.
@@ -136,6 +139,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		exists := e.observed.deployment != nil || e.observed.service != nil || e.observed.pdb != nil
 		if !exists {
 			e.Target.Forget(namespace, instanceKey(cr))
+			e.Transitions.Forget(cr.GetUID())
 		}
 		return managed.ExternalObservation{ResourceExists: exists}, nil
 	}
@@ -392,7 +396,15 @@ func (e *External) report(cr *v1alpha1.Instance, previous xpv2.Condition, c read
 	} else {
 		cr.SetConditions(a)
 	}
-	if e.Recorder == nil || (string(previous.Reason) == c.Reason && (previous.Message == c.Message || c.Reason != readiness.ReasonInvalidSpec && c.Reason != v1alpha1.ReasonConflict)) {
+	// A message matters for the reasons whose message says what to fix; for the others a
+	// new count is no new transition.
+	key := func(reason, message string) string {
+		if reason == readiness.ReasonInvalidSpec || reason == v1alpha1.ReasonConflict {
+			return reason + "\x00" + message
+		}
+		return reason
+	}
+	if !e.Transitions.Changed(cr.GetUID(), key(string(previous.Reason), previous.Message), key(c.Reason, c.Message)) || e.Recorder == nil {
 		return
 	}
 	switch c.Reason {

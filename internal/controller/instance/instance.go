@@ -103,10 +103,11 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 			}
 			return c, nil
 		},
-		Drop:     clusters.Drop,
-		Policy:   &Policy{Kube: mgr.GetCache()},
-		Tenancy:  Tenancy{Metadata: mgr.GetCache(), ControlPlaneNamespaces: []string{namespace}},
-		Recorder: recorder,
+		Drop:        clusters.Drop,
+		Policy:      &Policy{Kube: mgr.GetCache()},
+		Tenancy:     Tenancy{Metadata: mgr.GetCache(), ControlPlaneNamespaces: []string{namespace}},
+		Recorder:    recorder,
+		Transitions: NewTransitions(),
 	}, o.PollInterval),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
@@ -153,6 +154,7 @@ func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters) error {
 			}
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    changed,
 			UpdateFunc: func(_, o any) { changed(o) },
 			DeleteFunc: changed,
 		}); err != nil {
@@ -273,6 +275,8 @@ type Connector struct {
 	Tenancy Tenancy
 	// Recorder records events on Instances.
 	Recorder event.Recorder
+	// Transitions remember what each Instance last reported.
+	Transitions *Transitions
 }
 
 // Connect tracks the Instance's use of its ProviderConfig, reads the config and returns an
@@ -289,7 +293,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 	if err := c.Usage.Track(ctx, cr); err != nil {
 		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 	}
-	e := &External{Recorder: c.Recorder}
+	e := &External{Recorder: c.Recorder, Transitions: c.Transitions}
 	ref := cr.GetProviderConfigReference()
 	cfg, err := kube.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {

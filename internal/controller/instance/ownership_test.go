@@ -122,3 +122,35 @@ func TestMigration(t *testing.T) {
 		})
 	}
 }
+
+func TestTransitions(t *testing.T) {
+	// A reconcile working on a copy of the Instance older than what this process reported
+	// last does not announce the same transition again.
+	tr := NewTransitions()
+	steps := []struct {
+		reason         string
+		persisted, now string
+		want           bool
+	}{
+		{reason: "The first report after a start compares with the status.", persisted: "Creating", now: "Available", want: true},
+		{reason: "A stale copy still saying Creating is no new transition.", persisted: "Creating", now: "Available", want: false},
+		{reason: "The copy caught up.", persisted: "Available", now: "Available", want: false},
+		{reason: "A real change is one.", persisted: "Available", now: "Degraded", want: true},
+	}
+	for _, s := range steps {
+		if got := tr.Changed("uid-1", s.persisted, s.now); got != s.want {
+			t.Errorf("%s\nChanged(%q, %q) = %v, want %v", s.reason, s.persisted, s.now, got, s.want)
+		}
+	}
+	if !tr.Changed("uid-2", "Creating", "Available") {
+		t.Error("another Instance's first transition was not announced")
+	}
+	tr.Forget("uid-1")
+	if !tr.Changed("uid-1", "Creating", "Available") {
+		t.Error("a forgotten Instance compares with its status again")
+	}
+	var none *Transitions
+	if !none.Changed("uid-3", "Creating", "Available") || none.Changed("uid-3", "Available", "Available") {
+		t.Error("without Transitions, the status alone decides")
+	}
+}
