@@ -50,6 +50,9 @@ type External struct {
 	// Transitions remember what each Instance last reported, so that a transition is
 	// announced once; nil compares with the Instance's status only.
 	Transitions *Transitions
+	// Drifts remember the drift each Instance was last judged to have, and on what; nil
+	// judges every time.
+	Drifts *Drifts
 
 	// observed is what Observe found, for the Create, Update or Delete that follows it in
 	// the same reconcile: they write only over what Observe judged the Instance's.
@@ -140,6 +143,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		if !exists {
 			e.Target.Forget(namespace, instanceKey(cr))
 			e.Transitions.Forget(cr.GetUID())
+			e.Drifts.Forget(cr.GetUID())
 		}
 		return managed.ExternalObservation{ResourceExists: exists}, nil
 	}
@@ -216,7 +220,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 	if adopt {
 		e.observed = o
 	}
-	diff, err := drift(e.observed, m, cr)
+	diff, err := e.Drifts.Judge(cr, e.observed, m, func() (string, error) { return drift(e.observed, m, cr) })
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}

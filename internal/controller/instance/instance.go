@@ -108,6 +108,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		Tenancy:     Tenancy{Metadata: mgr.GetCache(), ControlPlaneNamespaces: []string{namespace}},
 		Recorder:    recorder,
 		Transitions: NewTransitions(),
+		Drifts:      NewDrifts(),
 	}, o.PollInterval),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
@@ -277,6 +278,8 @@ type Connector struct {
 	Recorder event.Recorder
 	// Transitions remember what each Instance last reported.
 	Transitions *Transitions
+	// Drifts remember the drift each Instance was last judged to have.
+	Drifts *Drifts
 }
 
 // Connect tracks the Instance's use of its ProviderConfig, reads the config and returns an
@@ -293,7 +296,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 	if err := c.Usage.Track(ctx, cr); err != nil {
 		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 	}
-	e := &External{Recorder: c.Recorder, Transitions: c.Transitions}
+	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts}
 	ref := cr.GetProviderConfigReference()
 	cfg, err := kube.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {
@@ -307,12 +310,15 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 		// policy or placement rule that changed since could make that unsafe.
 		return e, nil
 	}
-	if e.Settings, err = c.Policy.Settings(ctx); err != nil {
+	// The policy and namespaces are read from caches that never fill when the provider may
+	// not read them: bound the wait, so that the error says so instead of the reconcile
+	// timing out.
+	pctx, cancel := context.WithTimeout(ctx, controlPlaneTimeout)
+	defer cancel()
+	if e.Settings, err = c.Policy.Settings(pctx); err != nil {
 		return nil, err
 	}
 	_, target := remote.Target(cr)
-	pctx, cancel := context.WithTimeout(ctx, controlPlaneTimeout)
-	defer cancel()
 	e.Refused, err = c.Tenancy.Admit(pctx, cr, ref, cfg, target, e.Settings)
 	return e, err
 }
