@@ -44,6 +44,7 @@ type cli struct {
 	PollStateMetric         time.Duration `help:"How often the managed resource state metrics are recorded." default:"5s"`
 	MaxReconcileRate        int           `help:"The most reconciles per second, across all controllers; also the number of concurrent reconciles." default:"10"`
 	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
+	Profile                 string        `help:"Serve runtime profiling data (pprof) at /debug/pprof on this address, e.g. 127.0.0.1:6060; empty serves none." placeholder:"host:port"`
 }
 
 // Validate rejects flag values that would stall the controllers rather than run them.
@@ -121,6 +122,8 @@ func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
 		Scheme:  s,
 		Cache:   cache.Options{SyncPeriod: &c.Sync},
 		Metrics: metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		// Off unless asked for: profiles show how the provider spends its time under load.
+		PprofBindAddress: c.Profile,
 		// Secrets are read when an Instance connects, a few at a time: reading them directly
 		// spares the provider a cache (and a watch) of every Secret in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},

@@ -6,8 +6,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
@@ -65,8 +68,13 @@ func TestProviderLoad(t *testing.T) {
 	ctx := context.Background()
 	a, b := workloads(t)
 
-	// The provider as it ships.
-	if err := env.Provider.Start(ctx); err != nil {
+	// The provider as it ships, serving profiles on a free port.
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := "127.0.0.1:" + strconv.Itoa(ports[0])
+	if err := env.Provider.Start(ctx, "--profile="+profile); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Provider.Start(context.Background(), env.ProviderArgs...) })
@@ -186,6 +194,12 @@ func TestProviderLoad(t *testing.T) {
 		}
 	}
 
+	// A CPU profile of a minute more of the same, for whoever wants to know where the time goes:
+	// go tool pprof -top _output/e2e/provider-idle.pprof
+	if err := saveProfile(ctx, "http://"+profile+"/debug/pprof/profile?seconds=60", filepath.Join(env.OutputDir, "provider-idle.pprof")); err != nil {
+		t.Logf("no CPU profile: %v", err)
+	}
+
 	// Deployments deleted by hand.
 	var restored, available []time.Duration
 	for k := range loadRestores {
@@ -266,6 +280,24 @@ func TestProviderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("every Instance and its Deployment gone %.1fs after deleting the Instances", time.Since(start).Seconds())
+}
+
+// saveProfile writes what url serves to file.
+func saveProfile(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer rsp.Body.Close() //nolint:errcheck // Read-only.
+	b, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644) //nolint:gosec // A profile, not a secret.
 }
 
 // providerRequests reads the provider's requests to target clusters, by cluster and verb.

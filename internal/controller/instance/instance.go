@@ -123,7 +123,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		}
 	}
 
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind), opts...)
+	r := managed.NewReconciler(withClient{Manager: mgr, client: NewUnchangedStatus(mgr.GetClient())}, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind), opts...)
 	co := o.ForControllerRuntime()
 	co.RateLimiter = NewBackoff(time.Second, o.PollInterval)
 	return ctrl.NewControllerManagedBy(mgr).
