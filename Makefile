@@ -14,19 +14,19 @@ BIN := $(CURDIR)/bin
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-CROSSPLANE_VERSION := v2.2.1
+CROSSPLANE_VERSION := v2.5.0
 RENDER_ADDRESS ?= 127.0.0.1:9443
 
 $(BIN):
 	@mkdir -p $(BIN)
 
-# The Crossplane CLI (render, xpkg, beta validate). Its version string must be set at link
-# time or `crossplane version` prints nothing and `beta validate` breaks.
+# The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
+# link time, where its own build sets it, or `crossplane version` prints nothing.
 $(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
-	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only, a few minutes)"
+	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only, 10-16 minutes)"
 	$(GO) -C tools/crossplane build -trimpath \
-		-ldflags "-s -w -X github.com/crossplane/crossplane/v2/internal/version.version=$(CROSSPLANE_VERSION)" \
-		-o $@ github.com/crossplane/crossplane/v2/cmd/crank
+		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
+		-o $@ github.com/crossplane/cli/v2/cmd/crossplane
 
 $(BIN)/controller-gen: tools/controller-gen/go.mod tools/controller-gen/go.sum | $(BIN)
 	$(GO) -C tools/controller-gen build -trimpath -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -70,20 +70,21 @@ check-generate: $(BIN)/controller-gen $(BIN)/angryjet
 		echo "generated files were stale and have been regenerated: review and commit them"; git status --short -- apis input package package-provider example; exit 1; fi
 
 ## render: render the example claim's XR with observed resources showing a ready Deployment.
+# The CLI runs Crossplane's own composition engine from the pinned core binary (no Docker).
 .PHONY: render
-render: build $(BIN)/crossplane
+render: build $(BIN)/crossplane $(BIN)/crossplane-core
 	@$(BIN)/function-memcached --insecure --address=$(RENDER_ADDRESS) --metrics-address= & pid=$$!; \
 	trap 'kill $$pid' EXIT; \
-	$(BIN)/crossplane render example/xr.yaml example/composition.yaml example/functions.yaml \
+	$(BIN)/crossplane composition render example/xr.yaml example/composition.yaml example/functions.yaml \
 		--xrd=example/definition.yaml --observed-resources=example/observed.yaml \
-		--include-function-results \
+		--include-function-results --crossplane-binary=$(BIN)/crossplane-core \
 		--function-annotations=render.crossplane.io/runtime-development-target=$(RENDER_ADDRESS)
 
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
-test: check-generate $(BIN)/crossplane
+test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core
 	$(GO) vet ./...
-	CROSSPLANE_CLI=$(BIN)/crossplane $(GO) test -count=1 -cover ./... | tee $(BIN)/test.out
+	CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -count=1 -cover ./... | tee $(BIN)/test.out
 	@awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \
 		printf "fn coverage: %s%% (minimum 85%%)\n", c; if (c < 85) exit 1 }' $(BIN)/test.out
 
@@ -94,4 +95,5 @@ clean:
 include build/bench.mk
 include build/xpkg.mk
 include build/e2e.mk
+include build/node.mk
 include build/provider.mk

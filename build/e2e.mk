@@ -103,6 +103,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
+	$(e2e_node_down); \
 	echo "e2e: suite took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \
 	exit $$rc
 

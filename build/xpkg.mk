@@ -71,29 +71,30 @@ push: xpkg
 
 # What `make validate` checks. The schemas: both XRDs and the Input CRD, plus Crossplane's own
 # CRDs (Composition, XRD, Function) from the core module the CLI is built from. The resources:
-# every YAML file under example/ except render fixtures of built-in kinds (apps/v1 and friends
-# have no schema offline). The CLI validates each Composition step's input against the Input CRD
+# every YAML file under example/ except render fixtures and RBAC, built-in kinds (apps/v1,
+# rbac.authorization.k8s.io/v1 and friends have no schema offline). The CLI validates each Composition step's input against the Input CRD
 # on its own.
 VALIDATE_EXTENSIONS ?= example/definition.yaml,example/namespaced/definition.yaml,package/input
-VALIDATE_SKIP ?= observed.yaml
+VALIDATE_SKIP ?= observed.yaml rbac.yaml
 VALIDATE_RESOURCES ?= $(shell find example -name '*.yaml' $(foreach f,$(VALIDATE_SKIP),! -name $(f)) | LC_ALL=C sort | paste -sd, -)
 VALIDATE_CACHE ?= $(OUTPUT_DIR)/validate-cache
 
 ## validate: validate the examples offline; any schema error or kind without a schema fails.
-# `beta validate` always wants the schemas of xpkg.crossplane.io/crossplane/crossplane:<version>
+# `resource validate` wants the schemas of xpkg.crossplane.io/crossplane/crossplane:<version>
 # and skips downloading them when <cache>/xpkg.crossplane.io/crossplane/crossplane@<version>/
-# exists, so the cache is seeded with the CRDs of the Crossplane module in tools/crossplane.
+# exists, so the cache is seeded with the CRDs of the Crossplane core the e2e suite runs
+# (tools/crossplane-core): the examples are checked against the Crossplane they run on.
 .PHONY: validate
 validate: $(CROSSPLANE)
-	@core="$$($(GO) -C tools/crossplane list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
+	@core="$$($(GO) -C tools/crossplane-core list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
 	version="$${core%% *}"; dir="$${core#* }"; \
 	seed="$(VALIDATE_CACHE)/xpkg.crossplane.io/crossplane/crossplane@$$version"; \
 	if [ ! -d "$$seed" ]; then \
 		rm -rf "$$seed.tmp" && mkdir -p "$$seed.tmp" && cp "$$dir"/cluster/crds/*.yaml "$$seed.tmp"/ && \
 		chmod -R u+w "$$seed.tmp" && mv "$$seed.tmp" "$$seed"; \
 	fi; \
-	echo "$(CROSSPLANE) beta validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES)"; \
-	$(CROSSPLANE) beta validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES) \
+	echo "$(CROSSPLANE) resource validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES)"; \
+	$(CROSSPLANE) resource validate $(VALIDATE_EXTENSIONS) $(VALIDATE_RESOURCES) \
 		--cache-dir="$(VALIDATE_CACHE)" \
 		--crossplane-image="xpkg.crossplane.io/crossplane/crossplane:$$version" \
 		--error-on-missing-schemas

@@ -1,5 +1,5 @@
 // Package example_test proves that the bundled examples do what the README says: the claim
-// and the XR that `make render` renders agree, and `crossplane render` of them, with this
+// and the XR that `make render` renders agree, and `crossplane composition render` of them, with this
 // function running locally, prints a Memcached that is sized and reported as promised.
 package example_test
 
@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/example/function-memcached/render"
 )
 
 // TestClaimMatchesXR keeps xr.yaml, which `make render` renders, equal to what Crossplane
@@ -52,9 +55,10 @@ func TestClaimMatchesXR(t *testing.T) {
 	}
 }
 
-// TestRender runs `crossplane render` against the function, exactly as `make render` does.
+// TestRender runs `crossplane composition render` against the function, exactly as `make render` does.
 func TestRender(t *testing.T) {
 	cli := crossplaneCLI(t)
+	core := crossplaneCore(t)
 	addr := startFunction(t)
 
 	type want struct {
@@ -105,8 +109,9 @@ func TestRender(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			args := append([]string{"render"}, tc.args...)
-			args = append(args, "--function-annotations=render.crossplane.io/runtime-development-target="+addr, "--timeout=30s")
+			args := append([]string{"composition", "render"}, tc.args...)
+			args = append(args, "--function-annotations=render.crossplane.io/runtime-development-target="+addr, "--timeout=30s",
+				"--crossplane-binary="+core)
 			cmd := exec.Command(cli, args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -138,6 +143,10 @@ func TestRender(t *testing.T) {
 					if r, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); r != tc.want.replicas {
 						t.Errorf("%s\nDeployment replicas: want %d, got %d", tc.reason, tc.want.replicas, r)
 					}
+					if stamp := d.GetAnnotations()[render.AnnotationSpec]; slices.Contains(tc.args, "--observed-resources=observed.yaml") && stamp != observedStamp(t) {
+						t.Errorf("observed.yaml stamps its Deployment %s=%q, but the function renders %q: the renderer changed, so update observed.yaml",
+							render.AnnotationSpec, observedStamp(t), stamp)
+					}
 				case "Secret":
 					data, _, _ := unstructured.NestedMap(d.Object, "data")
 					var keys []string
@@ -162,17 +171,30 @@ func TestRender(t *testing.T) {
 // crossplaneCLI finds the Crossplane CLI that `make` installs into bin/.
 func crossplaneCLI(t *testing.T) string {
 	t.Helper()
-	cli := os.Getenv("CROSSPLANE_CLI")
-	if cli == "" {
-		cli, _ = filepath.Abs("../bin/crossplane")
+	return pinnedBinary(t, "CROSSPLANE_CLI", "crossplane")
+}
+
+// crossplaneCore finds the Crossplane core binary whose composition engine the CLI runs.
+func crossplaneCore(t *testing.T) string {
+	t.Helper()
+	return pinnedBinary(t, "CROSSPLANE_CORE", "crossplane-core")
+}
+
+// pinnedBinary is the binary the environment variable env names, or bin/<name>. Missing, it
+// skips the test, but fails it under CI, where `make test` must have installed it.
+func pinnedBinary(t *testing.T, env, name string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		p, _ = filepath.Abs(filepath.Join("..", "bin", name))
 	}
-	if _, err := os.Stat(cli); err != nil {
+	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("crossplane CLI not found at %s: run the tests with `make test`, which installs it", cli)
+			t.Fatalf("%s not found at %s: run the tests with `make test`, which installs it", name, p)
 		}
-		t.Skipf("crossplane CLI not found at %s: run `make test` to install it and run this test", cli)
+		t.Skipf("%s not found at %s: run `make test` to install it and run this test", name, p)
 	}
-	return cli
+	return p
 }
 
 // startFunction builds the function and serves it insecurely on a free loopback port for
@@ -275,3 +297,18 @@ func splitYAML(t *testing.T, b []byte) []*unstructured.Unstructured {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// observedStamp is the spec stamp observed.yaml gives its Deployment.
+func observedStamp(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("observed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range splitYAML(t, b) {
+		if o.GetKind() == "Deployment" {
+			return o.GetAnnotations()[render.AnnotationSpec]
+		}
+	}
+	return ""
+}

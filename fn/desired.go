@@ -7,11 +7,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/readiness"
 	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/render"
 )
@@ -31,6 +33,12 @@ type rendered struct {
 	// connection details.
 	endpoint   string
 	connection map[string][]byte
+	// selector is the pods' label selector as a string: the XR's status.selector, which the
+	// scale subresource serves.
+	selector string
+	// want is what the rendered Deployment asks for, which readiness judges the observed one
+	// against; empty when the Memcached runs elsewhere.
+	want readiness.Want
 }
 
 // renderKey identifies a rendering. render.Memcached is comparable except for its CPU
@@ -115,8 +123,12 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		objects:    make(map[string]*structpb.Struct, len(objs)),
 		endpoint:   render.Endpoint(m),
 		connection: render.ConnectionDetails(m),
+		selector:   selector(m),
 	}
 	for _, o := range objs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			r.want = readiness.Wanted(d)
+		}
 		u, err := render.ToApply(o)
 		if err != nil {
 			return nil, err
@@ -149,8 +161,10 @@ func keyOf(o render.Object) string {
 }
 
 // held returns the desired form of an observed object that must stay exactly as it runs:
-// its identity, labels and content (spec, data, type), without the status and server-set
-// metadata (uid, resourceVersion, managedFields, …) that an apply must not carry.
+// its identity, labels, the renderer's spec stamp and content (spec, data, type), without the
+// status and server-set metadata (uid, resourceVersion, managedFields, …) that an apply must
+// not carry. The stamp stays because dropping it would change the Deployment: the API server
+// counts an annotation change as a new generation of a Deployment.
 func held(o *structpb.Struct) *structpb.Struct {
 	out := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(o.GetFields()))}
 	for k, v := range o.GetFields() {
@@ -164,6 +178,14 @@ func held(o *structpb.Struct) *structpb.Struct {
 			md.Fields[k] = v
 		}
 	}
+	if v := get(o, "metadata", "annotations", render.AnnotationSpec); v != nil {
+		md.Fields["annotations"] = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{render.AnnotationSpec: v}})
+	}
 	out.Fields["metadata"] = structpb.NewStructValue(md)
 	return out
+}
+
+// selector is the string form of the selector of m's pods.
+func selector(m render.Memcached) string {
+	return labels.SelectorFromSet(render.SelectorLabels(m)).String()
 }

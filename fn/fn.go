@@ -16,11 +16,11 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
@@ -50,11 +50,22 @@ const (
 // ownKeys are the composed resources the function may desire, in a fixed order.
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance}
 
-// ResponseTTL is how long Crossplane may rely on a response. With realtime compositions an XR
-// is reconciled when it or a composed resource changes, and everything this function reads is
-// watched, so the TTL is only a safety net for a missed watch event: ten minutes instead of
-// the SDK's one cuts idle calls tenfold.
-const ResponseTTL = 10 * time.Minute
+// ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
+// compositions (the default in Crossplane v2) an XR is reconciled again when it or anything
+// the function composes or requires changes, and otherwise after the shortest TTL of its
+// pipeline: Crossplane does not poll. Everything this function reads is watched and the
+// function is deterministic, so the TTL is the safety net for a watch event that never
+// arrives — and one does not: Crossplane's per-XR circuit breaker (100 events, then one a
+// second) drops the watch events of a busy XR, and a resize of real pods (3 → 5 → 2, each
+// pod's readiness a new event) trips it within seconds (the node lane's TestNodeResize).
+// Once the pods settle nothing changes, no further event comes, and the claim keeps its last
+// status until the TTL. So a Memcached that is changing or unavailable is looked at again
+// after ChangingTTL, which bounds that lag; an available one after ResponseTTL, one idle call
+// per XR a minute. Without realtime compositions Crossplane ignores the TTL and polls.
+const (
+	ResponseTTL = time.Minute
+	ChangingTTL = 15 * time.Second
+)
 
 // ConditionAvailable is the function's own condition on the XR and claim: whether the
 // Memcached serves, and why not. Crossplane owns Ready and Synced itself.
@@ -138,9 +149,15 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	var cond readiness.Condition
 	var r *rendered
 	if len(errs) > 0 {
-		cond = hold(desired, observed, od, oi, errs)
-		// Nothing rendered, yet the endpoint is known when the target is.
-		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m)}
+		var holding bool
+		cond, holding = hold(desired, observed, od, errs)
+		// Nothing rendered, yet the endpoint and the pods' selector are known when the target is.
+		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
+		if !holding {
+			// Nothing of this Memcached runs, and Crossplane would count zero unready
+			// composed resources as a ready XR.
+			composite(rsp).Ready = fnv1.Ready_READY_FALSE
+		}
 	} else {
 		var ik, iname string
 		if placement != nil {
@@ -150,7 +167,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		cond = compose(desired, observed, r, m, od, oi, placement, prevReason)
+		cond = compose(desired, observed, r, od, oi, placement, prevReason)
+		if settings.PodDiagnostics && placement == nil && !cond.Available && readiness.Applied(od, r.want) {
+			// Everything is applied and still not every replica serves: the pods say why.
+			cond.Message = explain(rsp, req, m, cond.Message)
+		}
 	}
 
 	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
@@ -162,6 +183,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	replicas, available := observedReplicas(elsewhere, od, oi)
 	reportStatus(rsp, replicas, available, r, t)
 	reportCondition(rsp, cond, prevReason, prevMessage)
+	if !cond.Available && cond.Reason != readiness.ReasonInvalidSpec {
+		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
+	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
 		"size", m.Size, "reason", cond.Reason)
 	return rsp, nil
@@ -169,15 +193,18 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 
 // hold desires every observed composed resource of the function's exactly as it runs, and
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
-// that runs. It returns the InvalidSpec verdict naming every bad field.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) readiness.Condition {
+// that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
+// anything at all.
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, errs field.ErrorList) (readiness.Condition, bool) {
+	holding := false
 	for k, o := range observed {
 		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
 			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			holding = true
 		}
 	}
 	if od != nil {
-		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, ptr.Deref(od.Spec.Replicas, 1)))
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
 	}
 	for k, o := range observed {
 		if isInstanceKey(k) {
@@ -187,27 +214,27 @@ func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource,
 			}
 		}
 	}
-	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}
+	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
 }
 
 // compose desires the rendered objects, each marked ready from its observed state, and
 // returns the Available verdict: from the Deployment here, or from the provider's Instance
 // when the Memcached runs in another cluster.
-func compose(desired, observed map[string]*fnv1.Resource, r *rendered, m render.Memcached, od *appsv1.Deployment,
+func compose(desired, observed map[string]*fnv1.Resource, r *rendered, od *appsv1.Deployment,
 	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
 	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
 		switch {
 		case k == KeyDeployment:
-			rd = ready(readiness.Deployment(od, m.Size))
+			rd = ready(readiness.Deployment(od, r.want))
 		case isInstanceKey(k):
 			rd = ready(oi != nil && remote.Ready(oi))
 		}
 		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
 	}
 	if placement == nil {
-		return readiness.Available(od, m.Size, prevReason)
+		return readiness.Available(od, r.want, prevReason)
 	}
 	if oi == nil {
 		oi = &memcachedv1alpha1.Instance{}
@@ -230,6 +257,12 @@ func observedReplicas(elsewhere bool, od *appsv1.Deployment, oi *memcachedv1alph
 	return 0, 0
 }
 
+// Where a claim's fields live, for field errors: built once, since a field.Path is immutable.
+var (
+	specPath      = field.NewPath("spec")
+	placementPath = specPath.Child("providerConfigRef")
+)
+
 // resolveSpec resolves the XR's spec: the Memcached, and where it runs (nil for this
 // cluster).
 func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.Memcached, *cachev1alpha1.ProviderConfigReference, field.ErrorList) {
@@ -237,9 +270,8 @@ func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.
 	if spec == nil {
 		return render.Memcached{}, nil, errs
 	}
-	root := field.NewPath("spec")
-	m, merrs := resolve.Memcached(root, spec.MemcachedSpec, t.name, t.namespace, s)
-	p, perrs := resolve.Placement(root.Child("providerConfigRef"), spec.ProviderConfigRef, s)
+	m, merrs := resolve.Memcached(specPath, spec.MemcachedSpec, t.name, t.namespace, s)
+	p, perrs := resolve.Placement(placementPath, spec.ProviderConfigRef, s)
 	return m, p, append(append(errs, merrs...), perrs...)
 }
 
@@ -269,14 +301,12 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 		"a cluster-scoped XMemcached has no namespace for its Deployment: create it through a Memcached claim, or use the namespaced API")}
 }
 
-// reportStatus writes status.replicas, status.availableReplicas and status.endpoint into the
-// desired XR, keeping whatever earlier steps put there, and connection details for claims.
+// reportStatus writes status.replicas, status.availableReplicas, status.endpoint and
+// status.selector (the pods' label selector, which the scale subresource serves to autoscalers)
+// into the desired XR, keeping whatever earlier steps put there, and connection details for
+// claims.
 func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
-	dxr := rsp.Desired.Composite
-	if dxr == nil {
-		dxr = &fnv1.Resource{}
-		rsp.Desired.Composite = dxr
-	}
+	dxr := composite(rsp)
 	if dxr.Resource == nil {
 		dxr.Resource = &structpb.Struct{}
 	}
@@ -297,6 +327,7 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 		return
 	}
 	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
+	status.Fields["selector"] = structpb.NewStringValue(r.selector)
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
 			dxr.ConnectionDetails = map[string][]byte{}
@@ -324,11 +355,21 @@ func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevR
 		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonDegraded:
 		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
+	case readiness.ReasonStalled:
+		response.Warning(rsp, errors.New("Memcached "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonAvailable:
 		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	case readiness.ReasonResizing:
 		response.Normal(rsp, "Memcached is "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
 	}
+}
+
+// composite is the desired XR of rsp, created when no earlier step desired one.
+func composite(rsp *fnv1.RunFunctionResponse) *fnv1.Resource {
+	if rsp.Desired.Composite == nil {
+		rsp.Desired.Composite = &fnv1.Resource{}
+	}
+	return rsp.Desired.Composite
 }
 
 func ready(b bool) fnv1.Ready {

@@ -126,6 +126,39 @@ func TestRunFunction(t *testing.T) {
 		"invalid-move-keeps-local": {
 			reason: "An invalid spec that also names a ProviderConfig moves nothing: the local objects stay as they run and status counts their replicas.",
 		},
+		"fixed-after-invalid": {
+			reason: "A claim that was invalid on create and is fixed while its pods start never served: Creating, with no Degraded warning.",
+		},
+		"change-not-applied": {
+			reason: "After memoryLimitMB 64→128, the old Deployment (3/3, its generation observed) is not ready and the claim reads rolling out, never available with the old settings, until the apply reaches it.",
+		},
+		"stalled": {
+			reason: "A rollout past its progress deadline is Available=False/Stalled with the Deployment's own message, announced by one Warning.",
+		},
+		"stalled-repeated": {
+			reason: "A rollout that stays stalled is not announced again.",
+		},
+		"invalid-input-wrong-kind": {
+			reason: "A step pointing at another function's Input kind is a Fatal result naming what it found, rather than every default silently applying.",
+		},
+		"pods-image-pull": {
+			reason: "Pods that cannot pull their image explain, in the claim's message, why no replica is available.",
+		},
+		"pods-crash-loop": {
+			reason: "A crash-looping pod is named with how it last exited and how often it restarted.",
+		},
+		"pods-oom-killed": {
+			reason: "Containers the kernel killed for memory are named OOMKilled with their restart counts.",
+		},
+		"pods-unschedulable": {
+			reason: "Pods no node fits are Pending with the scheduler's reason.",
+		},
+		"pods-probe-failing": {
+			reason: "Running pods whose readiness probe fails are named; liveness restarts are counted.",
+		},
+		"pods-diagnostics-off": {
+			reason: "A platform that turned pod diagnostics off (Crossplane may not read pods) gets no pod requirement: the message carries the counts only.",
+		},
 		"corrupted-observed-deployment": {
 			reason: "An observed Deployment that cannot be read is a Fatal result, so Crossplane applies nothing and what runs stays.",
 		},

@@ -67,6 +67,13 @@ func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 	if req.GetInput() == nil {
 		return in, nil
 	}
+	// Another function's Input would decode into an empty one and silently apply every
+	// default: name what the step points at instead.
+	gvk := v1beta1.SchemeGroupVersion.WithKind(v1beta1.InputKind)
+	if av, k := str(req.GetInput(), "apiVersion"), str(req.GetInput(), "kind"); av != gvk.GroupVersion().String() || k != gvk.Kind {
+		return nil, errors.Errorf("the step's input is apiVersion %q, kind %q: function-memcached takes apiVersion %q, kind %q",
+			av, k, gvk.GroupVersion().String(), gvk.Kind)
+	}
 	b, err := protojson.Marshal(req.GetInput())
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read the function's Input")

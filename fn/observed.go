@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/render"
 )
 
 // The function reads observed state straight from the request's protobuf Structs: it needs a
@@ -63,6 +65,9 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 	}
 	d.Name = str(s, "metadata", "name")
 	d.Generation = integer("metadata", "generation")
+	if spec := str(s, "metadata", "annotations", render.AnnotationSpec); spec != "" {
+		d.Annotations = map[string]string{render.AnnotationSpec: spec}
+	}
 	if get(s, "spec", "replicas") != nil {
 		r := int32(integer("spec", "replicas"))
 		d.Spec.Replicas = &r
@@ -74,8 +79,10 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {
 		f := c.GetStructValue().GetFields()
 		d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
-			Type:   appsv1.DeploymentConditionType(f["type"].GetStringValue()),
-			Status: corev1.ConditionStatus(f["status"].GetStringValue()),
+			Type:    appsv1.DeploymentConditionType(f["type"].GetStringValue()),
+			Status:  corev1.ConditionStatus(f["status"].GetStringValue()),
+			Reason:  f["reason"].GetStringValue(),
+			Message: f["message"].GetStringValue(),
 		})
 	}
 	return d, errors.Wrapf(err, "cannot read the observed Deployment %q", d.Name)

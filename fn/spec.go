@@ -5,10 +5,10 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -32,10 +32,10 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	}
 	st, ok := v.GetKind().(*structpb.Value_StructValue)
 	if !ok {
-		return nil, field.ErrorList{field.Invalid(field.NewPath("spec"), written(v), "must be an object")}
+		return nil, field.ErrorList{field.Invalid(specPath, written(v), "must be an object")}
 	}
 	// Crossplane's own spec fields (claimRef, resourceRefs, ...) are decoded along and ignored.
-	if b, err := protojson.Marshal(st.StructValue); err == nil && json.Unmarshal(b, spec) == nil {
+	if json.Unmarshal(appendJSON(nil, v), spec) == nil {
 		return spec, nil
 	}
 
@@ -49,11 +49,8 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b, err := protojson.Marshal(&structpb.Struct{Fields: map[string]*structpb.Value{k: fields[k]}})
-		if err == nil {
-			err = json.Unmarshal(b, &cachev1alpha1.XMemcachedSpec{})
-		}
-		if err != nil {
+		b := appendJSON(nil, structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{k: fields[k]}}))
+		if err := json.Unmarshal(b, &cachev1alpha1.XMemcachedSpec{}); err != nil {
 			errs = append(errs, typeError(st.StructValue, k, err, s))
 			continue
 		}
@@ -66,7 +63,7 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 // that failed, with the value as written there.
 func typeError(spec *structpb.Struct, key string, err error, s resolve.Settings) *field.Error {
 	path := []string{key}
-	want := ""
+	want := "a value of the field's type"
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		// Field is the dotted path of JSON names, with the Go names of embedded structs
@@ -113,4 +110,69 @@ func written(v *structpb.Value) any {
 		return f
 	}
 	return v.AsInterface()
+}
+
+// appendJSON appends v as JSON. It is what protojson.Marshal writes for a Struct, without its
+// reflection, which made it the largest cost of a call: an integral number is written without
+// an exponent (so that it decodes into an integer field), a number JSON cannot hold (NaN,
+// infinities) as null.
+func appendJSON(b []byte, v *structpb.Value) []byte {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		b = append(b, '{')
+		first := true
+		for key, f := range k.StructValue.GetFields() {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, key)
+			b = append(b, ':')
+			b = appendJSON(b, f)
+		}
+		return append(b, '}')
+	case *structpb.Value_ListValue:
+		b = append(b, '[')
+		for i, e := range k.ListValue.GetValues() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSON(b, e)
+		}
+		return append(b, ']')
+	case *structpb.Value_StringValue:
+		return appendJSONString(b, k.StringValue)
+	case *structpb.Value_NumberValue:
+		f := k.NumberValue
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return append(b, "null"...)
+		case math.Abs(f) < 1e21:
+			return strconv.AppendFloat(b, f, 'f', -1, 64)
+		default:
+			return strconv.AppendFloat(b, f, 'e', -1, 64)
+		}
+	case *structpb.Value_BoolValue:
+		return strconv.AppendBool(b, k.BoolValue)
+	default:
+		return append(b, "null"...)
+	}
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and control characters
+// escaped, everything else (valid UTF-8, as protobuf strings are) as it is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
 }

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -53,7 +56,7 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			LabelSelector:     &metav1.LabelSelector{MatchLabels: selector},
 		}}
 	}
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: objectMeta(m, m.Name),
 		Spec: appsv1.DeploymentSpec{
@@ -75,6 +78,22 @@ func Deployment(m Memcached) *appsv1.Deployment {
 			},
 		},
 	}
+	d.Annotations = map[string]string{AnnotationSpec: specHash(d.Spec)}
+	return d
+}
+
+// AnnotationSpec stamps a rendered Deployment with a digest of its spec. A Deployment that
+// runs, fully available, with another stamp has not received the latest spec yet (the apply
+// is still to come), which readiness reports as a rollout rather than as available with the
+// old settings. It is metadata, so changing it rolls no pod.
+const AnnotationSpec = "cache.example.com/spec"
+
+// specHash is a short digest of a Deployment spec. encoding/json writes a typed spec
+// deterministically (fields in order, map keys sorted).
+func specHash(s appsv1.DeploymentSpec) string {
+	b, _ := json.Marshal(s) // A typed spec always encodes.
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // Service is headless: memcached clients shard keys themselves, so the name must resolve to

@@ -60,6 +60,9 @@ type Settings struct {
 	// AllowedProviderConfigs, when not empty, are the only ProviderConfigs a Memcached may
 	// be placed with, each with its kind filled in.
 	AllowedProviderConfigs []cachev1alpha1.ProviderConfigReference
+	// PodDiagnostics lets the function ask for a Memcached's pods to explain why replicas
+	// are not available.
+	PodDiagnostics bool
 }
 
 // NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
@@ -76,6 +79,7 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		MaxSize:           int64(ptr.Deref(in.Policy.MaxSize, DefaultMaxSize)),
 		MaxMemoryLimitMB:  int64(ptr.Deref(in.Policy.MaxMemoryLimitMB, DefaultMaxMemoryLimitMB)),
 		AllowedRegistries: in.Policy.AllowedRegistries,
+		PodDiagnostics:    ptr.Deref(in.Diagnostics.Pods, true),
 	}
 	// The built-in cache size yields to a smaller policy maximum; a default the platform team
 	// wrote does not, and is checked against it below.

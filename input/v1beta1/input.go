@@ -25,6 +25,24 @@ type Input struct {
 	// and changes nothing that runs.
 	// +optional
 	Policy Policy `json:"policy,omitempty"`
+
+	// Diagnostics say how much the function may look at to explain a Memcached that is not
+	// available.
+	// +optional
+	Diagnostics Diagnostics `json:"diagnostics,omitempty"`
+}
+
+// Diagnostics configure what the function reads beyond its composed resources.
+type Diagnostics struct {
+	// Pods, true by default, asks Crossplane for a Memcached's pods while not every replica
+	// is available, so that the claim's Available message names the cause (an image that
+	// cannot be pulled, a crash loop, an OOM kill, no node that fits, a failing probe).
+	// Crossplane must be allowed to get, list and watch pods (example/rbac.yaml), and it
+	// caches every pod of the cluster once it has read them. Without that permission such a
+	// claim's composite is not synced (its reconcile waits two minutes for pods, then fails)
+	// until the Memcached is available again: set false where Crossplane may not read pods.
+	// +optional
+	Pods *bool `json:"pods,omitempty"`
 }
 
 // Defaults are the values used where a claim is silent.

@@ -36,9 +36,10 @@ type Options struct {
 	// (TLS_SERVER_CERTS_DIR) and expects the default gRPC port.
 	Path string
 
-	// User the container runs as, as numeric "uid" or "uid:gid". It must be numeric because the
-	// image has no /etc/passwd to resolve names. It must not be root: Crossplane's function
-	// Deployments set runAsNonRoot, and the kubelet refuses to start a root image.
+	// User the container runs as, as numeric "uid" or "uid:gid" (gid defaults to uid). It must
+	// be numeric: the image's /etc/passwd names only this user, so there is no other name to
+	// resolve. It must not be root: Crossplane's function Deployments set runAsNonRoot, and the
+	// kubelet refuses to start a root image.
 	User string
 
 	// ExposedPorts the function serves, like "9443/tcp". They are documentation for whoever
@@ -60,7 +61,7 @@ func Build(binary []byte, o Options) (v1.Image, error) {
 	}
 	created := o.Created.UTC().Truncate(time.Second)
 
-	layerTar, err := layerTarball(binary, o.Path, created)
+	layerTar, err := layerTarball(binary, o.Path, o.User, created)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot build the layer holding %q", o.Path)
 	}
@@ -113,7 +114,7 @@ func validate(binary []byte, o Options) error {
 	case !path.IsAbs(o.Path) || path.Clean(o.Path) != o.Path || o.Path == "/":
 		return errors.Errorf("path %q must be a clean absolute file path", o.Path)
 	case !numericUser.MatchString(o.User):
-		return errors.Errorf("user %q must be numeric uid or uid:gid: the image has no /etc/passwd", o.User)
+		return errors.Errorf("user %q must be numeric uid or uid:gid: the image's /etc/passwd is made from it", o.User)
 	case strings.TrimLeft(strings.SplitN(o.User, ":", 2)[0], "0") == "":
 		return errors.Errorf("user %q is root: Crossplane runs functions with runAsNonRoot", o.User)
 	case o.Created.IsZero():
@@ -122,12 +123,36 @@ func validate(binary []byte, o Options) error {
 	return nil
 }
 
-// layerTarball returns an uncompressed tar holding the parent directories of p and, at p, the
-// binary: owned by root, readable and executable by everyone, writable by no one, so the
-// non-root user can run it but not replace it.
-func layerTarball(binary []byte, p string, modTime time.Time) ([]byte, error) {
+// layerTarball returns an uncompressed tar holding /etc/passwd and /etc/group, which name user
+// ("uid" or "uid:gid") nonroot, the parent directories of p and, at p, the binary: owned by
+// root, readable and executable by everyone, writable by no one, so the non-root user can run
+// it but not replace it.
+//
+// The passwd entry carries the user's group to Kubernetes: the kubelet passes a container
+// runtime only the image's uid (as runAsUser), and the runtime takes the gid from the image's
+// /etc/passwd — without one, the function would run in group 0 (root). distroless's nonroot
+// image, the Dockerfile's base, has the same entry.
+func layerTarball(binary []byte, p, user string, modTime time.Time) ([]byte, error) {
 	buf := &bytes.Buffer{}
 	tw := tar.NewWriter(buf)
+	uid, gid, ok := strings.Cut(user, ":")
+	if !ok {
+		gid = uid
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "etc/", Mode: 0o755, ModTime: modTime}); err != nil {
+		return nil, errors.Wrap(err, "cannot write directory etc/")
+	}
+	for _, f := range []struct{ name, content string }{
+		{"etc/group", "nonroot:x:" + gid + ":\n"},
+		{"etc/passwd", "nonroot:x:" + uid + ":" + gid + ":nonroot:/nonexistent:/sbin/nologin\n"},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o444, Size: int64(len(f.content)), ModTime: modTime}); err != nil {
+			return nil, errors.Wrapf(err, "cannot write header of %q", f.name)
+		}
+		if _, err := tw.Write([]byte(f.content)); err != nil {
+			return nil, errors.Wrapf(err, "cannot write %q", f.name)
+		}
+	}
 	name := strings.TrimPrefix(p, "/")
 	parts := strings.Split(name, "/")
 	for i := 1; i < len(parts); i++ {

@@ -123,7 +123,7 @@ func TestBuild(t *testing.T) {
 			want:   want{err: true},
 		},
 		"NamedUser": {
-			reason: "The image has no /etc/passwd, so a user name cannot be resolved at run time.",
+			reason: "The image's /etc/passwd is made from the numeric user, so a name has nothing to resolve to.",
 			args:   args{binary: binary, o: with(func(o *Options) { o.User = "nonroot" })},
 			want:   want{err: true},
 		},
@@ -174,6 +174,15 @@ type entry struct {
 	Content  string
 }
 
+// etcEntries are the layer's /etc/passwd and /etc/group for user uid:gid.
+func etcEntries(created time.Time, uid, gid string) []entry {
+	return []entry{
+		{Name: "etc/", Type: tar.TypeDir, Mode: 0o755, ModTime: created},
+		{Name: "etc/group", Type: tar.TypeReg, Mode: 0o444, ModTime: created, Content: "nonroot:x:" + gid + ":\n"},
+		{Name: "etc/passwd", Type: tar.TypeReg, Mode: 0o444, ModTime: created, Content: "nonroot:x:" + uid + ":" + gid + ":nonroot:/nonexistent:/sbin/nologin\n"},
+	}
+}
+
 func TestBuildLayer(t *testing.T) {
 	created := time.Unix(1767225600, 0).UTC()
 	cases := map[string]struct {
@@ -182,16 +191,26 @@ func TestBuildLayer(t *testing.T) {
 		want   []entry
 	}{
 		"AtRoot": {
-			reason: "The binary is the only file: root-owned, executable but not writable by the function's user.",
+			reason: "The binary, root-owned, executable but not writable by the function's user; /etc/passwd and /etc/group name that user and its group, which Kubernetes (passing the runtime only the uid) would otherwise make root.",
 			o:      function,
-			want: []entry{
-				{Name: "function", Type: tar.TypeReg, Mode: 0o555, ModTime: created, Content: string(binary)},
-			},
+			want: append(etcEntries(created, "65532", "65532"),
+				entry{Name: "function", Type: tar.TypeReg, Mode: 0o555, ModTime: created, Content: string(binary)},
+			),
+		},
+		"UIDOnly": {
+			reason: "A user given without a group gets a group of the same number, not root's.",
+			o:      with(func(o *Options) { o.User = "1000" }),
+			want: append(etcEntries(created, "1000", "1000"),
+				entry{Name: "function", Type: tar.TypeReg, Mode: 0o555, ModTime: created, Content: string(binary)},
+			),
 		},
 		"Nested": {
 			reason: "A nested path needs its parent directories in the layer, or some runtimes create them with the wrong mode.",
 			o:      with(func(o *Options) { o.Path = "/usr/local/bin/function" }),
 			want: []entry{
+				etcEntries(created, "65532", "65532")[0],
+				etcEntries(created, "65532", "65532")[1],
+				etcEntries(created, "65532", "65532")[2],
 				{Name: "usr/", Type: tar.TypeDir, Mode: 0o755, ModTime: created},
 				{Name: "usr/local/", Type: tar.TypeDir, Mode: 0o755, ModTime: created},
 				{Name: "usr/local/bin/", Type: tar.TypeDir, Mode: 0o755, ModTime: created},

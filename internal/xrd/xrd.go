@@ -75,6 +75,25 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 		return nil, errors.New("CRD schema must have spec and status properties")
 	}
 
+	version := map[string]any{
+		"name":                     ver["name"],
+		"served":                   true,
+		"referenceable":            true,
+		"additionalPrinterColumns": printerColumns,
+		"schema": map[string]any{"openAPIV3Schema": map[string]any{
+			"type":        "object",
+			"description": "A Memcached cache, sized by spec.size and reported honestly in status.",
+			"properties": map[string]any{
+				"spec":   props["spec"],
+				"status": props["status"],
+			},
+		}},
+	}
+	// The scale subresource (Crossplane v2.3+ XRDs) comes from the Go types' kubebuilder
+	// marker, like the schema: `kubectl scale` and autoscalers then work on claims and XRs.
+	if scale, ok, _ := unstructured.NestedMap(ver, "subresources", "scale"); ok {
+		version["subresources"] = map[string]any{"scale": scale}
+	}
 	spec := map[string]any{
 		"group": v.Group,
 		"names": map[string]any{"kind": v.Kind, "plural": v.Plural},
@@ -82,20 +101,7 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 		"defaultCompositionRef": map[string]any{
 			"name": v.Plural + "." + v.Group,
 		},
-		"versions": []any{map[string]any{
-			"name":                     ver["name"],
-			"served":                   true,
-			"referenceable":            true,
-			"additionalPrinterColumns": printerColumns,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{
-				"type":        "object",
-				"description": "A Memcached cache, sized by spec.size and reported honestly in status.",
-				"properties": map[string]any{
-					"spec":   props["spec"],
-					"status": props["status"],
-				},
-			}},
-		}},
+		"versions": []any{version},
 	}
 	if v.ClaimKind != "" {
 		spec["claimNames"] = map[string]any{"kind": v.ClaimKind, "plural": v.ClaimPlural}

@@ -79,6 +79,8 @@ spec:
         properties:
           spec: {type: object, properties: {size: {type: integer}}}
           status: {type: object}
+    subresources:
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}
 `)
 	cases := map[string]struct {
 		reason string
@@ -86,19 +88,21 @@ spec:
 		want   map[string]any
 	}{
 		"Legacy": {
-			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys.",
+			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys; the CRD's scale subresource carries over.",
 			v:      Legacy,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port", "size": "integer",
+				"scale": ".spec.size .status.replicas .status.selector",
 			},
 		},
 		"Namespaced": {
-			reason: "The v2 variant is namespaced, in its own group, without claims.",
+			reason: "The v2 variant is namespaced, in its own group, without claims, with the same scale subresource.",
 			v:      Namespaced,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v2", "scope": "Namespaced", "claim": nil,
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "", "size": "integer",
+				"scale": ".spec.size .status.replicas .status.selector",
 			},
 		},
 	}
@@ -126,6 +130,8 @@ spec:
 				"apiVersion": out["apiVersion"], "scope": nested(out, "spec", "scope"), "claim": nested(out, "spec", "claimNames", "kind"),
 				"columns": strings.Join(cols, ","), "keys": strings.Join(keys, ","),
 				"size": nested(ver, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "type"),
+				"scale": fmt.Sprint(nested(ver, "subresources", "scale", "specReplicasPath"), " ",
+					nested(ver, "subresources", "scale", "statusReplicasPath"), " ", nested(ver, "subresources", "scale", "labelSelectorPath")),
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nGenerate(...): -want, +got:\n%s", tc.reason, diff)

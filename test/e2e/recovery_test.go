@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 // A footprint is what a claim's user relies on staying put through a fault: the XR, the
@@ -208,7 +210,9 @@ func TestAPIServerRestartedDuringResize(t *testing.T) {
 
 // The function killed mid-run (SIGKILL, as in an OOM kill), while a resize waits for it:
 // nothing composed is lost or changed while it is down, and once it is back the resize is
-// applied and the claim recovers, with the same objects.
+// applied and the claim recovers, with the same objects. With the node lane on, the function
+// is a pod on the real node: Kill crashes it twice, and the kubelet holds it in
+// CrashLoopBackOff for its first back-off (10 s) before it comes back on its own.
 //
 // Not parallel: every other scenario's claims depend on the function too.
 func TestFunctionKilledAndRestarted(t *testing.T) {
@@ -218,9 +222,14 @@ func TestFunctionKilledAndRestarted(t *testing.T) {
 	waitAvailable(t, claimGVK, ns, name, 3)
 	before := footprintOf(t, ns, name)
 
+	// Killed between calls, as the host process was: a call in flight would fail and show on
+	// the claim (FatalError), which is another scenario.
+	waitFunctionIdle(t, 2*time.Second)
+	killed := time.Now()
 	if err := env.Function.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("function killed in %.1fs", time.Since(killed).Seconds())
 	// Whatever happens below, leave the function running for the other scenarios.
 	t.Cleanup(func() {
 		if !env.Function.Running() {
@@ -247,6 +256,10 @@ func TestFunctionKilledAndRestarted(t *testing.T) {
 	}
 	t.Logf("claim while the function is down: %s", during)
 	wantKept(t, before, ns, name)
+	if env.Function.Running() {
+		t.Fatalf("the function was back %.1fs after it was killed, before the checks above ran: they proved nothing", time.Since(killed).Seconds())
+	}
+	t.Logf("the function was still down %.1fs after it was killed", time.Since(killed).Seconds())
 
 	if err := env.Function.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -254,4 +267,26 @@ func TestFunctionKilledAndRestarted(t *testing.T) {
 	waitAvailable(t, claimGVK, ns, name, 2)
 	// Size 2 keeps the PodDisruptionBudget: the same one.
 	wantKept(t, before, ns, name)
+}
+
+// waitFunctionIdle waits until the function has answered no call for quiet.
+func waitFunctionIdle(t *testing.T, quiet time.Duration) {
+	t.Helper()
+	last, since := int64(-1), time.Now()
+	err := kube.Wait(context.Background(), defaultTimeout, "the function idle for "+quiet.String(), func(ctx context.Context) error {
+		n, err := env.Function.RunFunctionCalls(ctx)
+		if err != nil {
+			return err
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) < quiet {
+			return errors.Errorf("%d calls, the last less than %s ago", n, quiet)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -257,7 +257,7 @@ func wantPackage(arch string) pkg {
 		Binary:       binary{Path: "function", Mode: 0o555, Machine: machine, Static: true, WithinBudget: true},
 		Function: function{
 			Name:       "function-memcached",
-			Crossplane: ">=v2.0.0",
+			Crossplane: ">=v2.3.0",
 			Annotations: []string{
 				"meta.crossplane.io/description",
 				"meta.crossplane.io/license",
@@ -274,6 +274,7 @@ func wantPackage(arch string) pkg {
 			"cache.example.com/Memcached",
 			"namespaced.cache.example.com/Memcached",
 			"pkg.crossplane.io/Function",
+			"rbac.authorization.k8s.io/ClusterRole",
 		},
 	}
 }
@@ -389,11 +390,24 @@ func untar(t *testing.T, l v1.Layer) map[string]file {
 
 func inspectBinary(t *testing.T, l v1.Layer, files map[string]file) binary {
 	t.Helper()
-	if len(files) != 1 {
-		t.Errorf("the runtime layer holds %d files, want only the function", len(files))
+	// Beside the function: /etc/passwd and /etc/group naming its user, which a kubelet
+	// passing the runtime only the uid needs for the group (internal/runtimeimage).
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if diff := cmp.Diff([]string{"etc/", "etc/group", "etc/passwd", "function"}, names); diff != "" {
+		t.Errorf("runtime layer files: -want, +got:\n%s", diff)
+	}
+	if got, want := string(files["etc/passwd"].Content), "nonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n"; got != want {
+		t.Errorf("etc/passwd: got %q, want %q", got, want)
 	}
 	var b binary
 	for path, f := range files {
+		if path != "function" {
+			continue
+		}
 		b.Path, b.Mode = path, f.Mode
 		e, err := elf.NewFile(bytes.NewReader(f.Content))
 		if err != nil {

@@ -141,13 +141,20 @@ type MemcachedStatus struct {
 	// resolves to every replica so that clients can shard keys across them.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
+
+	// Selector is the label selector of the memcached pods, in its string form. The scale
+	// subresource serves it, so that a HorizontalPodAutoscaler finds the pods to measure.
+	// +optional
+	Selector string `json:"selector,omitempty"`
 }
 
 // XMemcached is the composite resource. The Go type exists so that controller-gen can
-// derive the XRD's schema from it and so that tests can decode fixtures with it; the
-// function itself reads XRs as unstructured data because Crossplane adds fields of its own.
+// derive the XRD's schema (and scale subresource) from it, and so that the function decodes
+// an XR's spec into it. Its scale subresource lets `kubectl scale memcached/<name>` and
+// autoscalers resize a Memcached like a Deployment: spec.size is its replicas.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 type XMemcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
@@ -19,7 +20,6 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -172,7 +172,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		msg := resolve.Message(errs)
 		e.report(cr, previous, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, d == nil)
 		if d != nil {
-			ready, _ := remote.Conditions(readiness.Available(d, ptr.Deref(d.Spec.Replicas, 1), string(previous.Reason)), cr.GetGeneration())
+			ready, _ := remote.Conditions(readiness.Available(d, readiness.Wanted(d), string(previous.Reason)), cr.GetGeneration())
 			cr.SetConditions(ready)
 		}
 		cr.Status.AtProvider = atProvider(d, render.Memcached{Name: name, Namespace: namespace})
@@ -187,11 +187,11 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 			return managed.ExternalObservation{}, e.unreachable(cr, err)
 		}
 		d := o.deployment
-		size := m.Size
+		want := readiness.Want{Replicas: m.Size}
 		if d != nil {
-			size = ptr.Deref(d.Spec.Replicas, 1)
+			want = readiness.Wanted(d)
 		}
-		e.report(cr, previous, readiness.Available(d, size, string(previous.Reason)), true)
+		e.report(cr, previous, readiness.Available(d, want, string(previous.Reason)), true)
 		cr.Status.AtProvider = atProvider(d, m)
 		return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: render.ConnectionDetails(m)}, nil
 	}
@@ -224,7 +224,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, previous, readiness.Available(e.observed.deployment, m.Size, string(previous.Reason)), true)
+	e.report(cr, previous, readiness.Available(e.observed.deployment, readiness.Wanted(render.Deployment(m)), string(previous.Reason)), true)
 	cr.Status.AtProvider = atProvider(e.observed.deployment, m)
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.deployment != nil || e.observed.service != nil || e.observed.pdb != nil,
@@ -384,7 +384,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		}
 	}
 	if applied != nil {
-		e.report(cr, previous, readiness.Available(applied, m.Size, string(previous.Reason)), true)
+		e.report(cr, previous, readiness.Available(applied, readiness.Wanted(render.Deployment(m)), string(previous.Reason)), true)
 		cr.Status.AtProvider = atProvider(applied, m)
 	}
 	return render.ConnectionDetails(m), nil
@@ -528,6 +528,7 @@ func atProvider(d *appsv1.Deployment, m render.Memcached) v1alpha1.InstanceObser
 	}
 	if m.Namespace != "" {
 		o.Endpoint = render.Endpoint(m)
+		o.Selector = labels.SelectorFromSet(render.SelectorLabels(m)).String()
 	}
 	return o
 }

@@ -359,9 +359,11 @@ func TestObserve(t *testing.T) {
 	m := memcached(t)
 	details := managed.ConnectionDetails(render.ConnectionDetails(m))
 	endpoint := render.Endpoint(m)
+	selector := "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
 	atProvider := func(replicas, available int32, size ...int32) v1alpha1.InstanceObservation {
 		o := v1alpha1.InstanceObservation{}
 		o.Replicas, o.AvailableReplicas, o.Endpoint = replicas, available, endpoint
+		o.Selector = selector
 		if len(size) > 0 {
 			o.Size, o.Image = ptr.To(size[0]), resolve.DefaultImage
 		}
@@ -400,7 +402,7 @@ func TestObserve(t *testing.T) {
 			want: want{
 				o:          managed.ExternalObservation{ConnectionDetails: details},
 				diff:       []string{"Deployment team-a/sessions: does not exist", "Service team-a/sessions: does not exist", "PodDisruptionBudget team-a/sessions: does not exist"},
-				status:     status(atProvider(0, 0), conditions(readiness.Available(nil, 3, ""))...),
+				status:     status(atProvider(0, 0), conditions(readiness.Available(nil, readiness.Want{Replicas: 3}, ""))...),
 				directGets: 3,
 			},
 		},
@@ -548,7 +550,7 @@ func TestObserve(t *testing.T) {
 			want: want{
 				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
 				diff: []string{"Deployment team-a/sessions: is adopted (spec.adoptionPolicy: Adopt)", "Service team-a/sessions: does not exist"},
-				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint, Selector: selector}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
 					conditions(readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"})...),
 				directGets: 3,
 			},
@@ -602,7 +604,7 @@ func TestObserve(t *testing.T) {
 			},
 			want: want{
 				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
-				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Replicas: 5, AvailableReplicas: 5, Endpoint: endpoint}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Replicas: 5, AvailableReplicas: 5, Endpoint: endpoint, Selector: selector}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
 					conditions(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "5/5 replicas available"})...),
 				events:     []string{"Normal/Available"},
 				directGets: 3,
@@ -613,7 +615,7 @@ func TestObserve(t *testing.T) {
 			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance(size(9))},
 			want: want{
 				err:    invalid,
-				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint}}, conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})...),
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint, Selector: selector}}, conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})...),
 				events: []string{"Warning/InvalidSpec"},
 			},
 		},
@@ -856,10 +858,10 @@ func TestCreateAndUpdate(t *testing.T) {
 				},
 				cr: instance(was(available), func(i *v1alpha1.Instance) { i.Spec.ForProvider.Threads = ptr.To[int32](8) }), observe: true,
 			},
-			want: want{details: details, applies: everything, live: ours, available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: 3/3 replicas updated, 3/3 replicas available"}},
+			want: want{details: details, applies: everything, live: ours, available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/3 replicas available"}},
 		},
 		"ResizingFromWhatTheApplyReturned": {
-			reason: "A remote resize reads like a local one: resizing to the new size with the replicas available now.",
+			reason: "A remote resize reads like a local one: once applied, rolling out until the Deployment controller has seen the new size, with the replicas available now.",
 			args: args{
 				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
 					return with(applied(t, instance(), rollout(3)), funcs)
@@ -867,7 +869,7 @@ func TestCreateAndUpdate(t *testing.T) {
 				cr: instance(was(available), size(2)), observe: true,
 			},
 			want: want{details: details, applies: everything, live: live{Replicas: 2, Image: image, Service: true, PDB: true, Ours: true},
-				available: &readiness.Condition{Reason: readiness.ReasonResizing, Message: "resizing to 2 replicas: 3/2 replicas available"}},
+				available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/2 replicas available"}},
 		},
 		"UpdateRemovesStalePDB": {
 			reason: "Resizing to one replica removes the Instance's PodDisruptionBudget.",

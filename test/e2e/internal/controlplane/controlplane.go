@@ -376,8 +376,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		"--service-account-signing-key-file="+cp.cert("sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--authorization-mode=RBAC",
-		// On by default; named so that the suite fails loudly if a default ever changes.
-		"--enable-admission-plugins=PodSecurity",
+		// PodSecurity is on by default; named so that the suite fails loudly if a default ever
+		// changes. PodNodeSelector and PodTolerationRestriction let a namespace's annotations
+		// put its pods on the real node of the node lane, and only those (node.OptIn).
+		"--enable-admission-plugins=PodSecurity,PodNodeSelector,PodTolerationRestriction",
 		"--profiling=false",
 		// Without a grace period for watches, a stopping API server drains everything but
 		// then waits on its open watch connections until it is killed (10 s here); with one,

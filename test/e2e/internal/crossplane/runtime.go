@@ -1,23 +1,13 @@
 package crossplane
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
@@ -131,69 +121,26 @@ func (rt *Runtime) waitListening(ctx context.Context) error {
 // Install applies the Function with the runtime's package and serves its revisions until it
 // is Installed and Healthy. Serve must run for Crossplane to keep finding the function.
 func (rt *Runtime) Install(ctx context.Context) error {
-	fn := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "pkg.crossplane.io/v1",
-		"kind":       "Function",
-		"metadata":   map[string]any{"name": rt.opts.Name},
-		"spec":       map[string]any{"package": rt.opts.Package},
-	}}
-	if _, err := rt.c.Apply(ctx, fn); err != nil {
-		return err
-	}
-	err := kube.Wait(ctx, startTimeout, "Function "+rt.opts.Name+" Installed and Healthy", func(ctx context.Context) error {
-		if err := rt.reconcile(ctx); err != nil {
-			return err
-		}
-		u, err := rt.c.Get(ctx, FunctionGVK, "", rt.opts.Name)
-		if err != nil {
-			return err
-		}
-		for _, typ := range []string{"Installed", "Healthy"} {
-			if s, reason, msg, _ := kube.Condition(u, typ); s != "True" {
-				return errors.Errorf("%s=%q (reason %q, message %q)", typ, s, reason, msg)
-			}
-		}
-		return nil
-	})
-	return errors.Wrapf(err, "cannot install Function %s from %s", rt.opts.Name, rt.opts.Package)
+	return installFunction(ctx, rt.c, rt.opts.Name, rt.opts.Package, rt.reconcile)
 }
 
 // Serve reconciles the function's revisions every second until ctx ends: what a runtime
 // controller does, so that a revision Crossplane makes later (or a status Crossplane
 // resets) points at the running process again.
 func (rt *Runtime) Serve(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = rt.reconcile(ctx)
-		}
-	}
+	serveRevisions(ctx, rt.reconcile)
 }
 
 // reconcile gives every revision of the function the TLS server Secret and the status a
 // runtime owns: the endpoint, the Secret's name and RuntimeHealthy.
 func (rt *Runtime) reconcile(ctx context.Context) error {
-	r, err := rt.c.Resource(FunctionRevisionGVK, "")
+	r, revs, err := revisions(ctx, rt.c, rt.opts.Name)
 	if err != nil {
 		return err
 	}
-	revs, err := r.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + rt.opts.Name})
-	if err != nil {
-		return errors.Wrap(err, "cannot list FunctionRevisions")
-	}
-	if len(revs.Items) == 0 {
-		return errors.Errorf("no FunctionRevision of %s yet", rt.opts.Name)
-	}
-	for _, rev := range revs.Items {
-		secret, _, _ := unstructured.NestedString(rev.Object, "spec", "tlsServerSecretName")
-		if secret == "" {
-			secret = rt.opts.Name + "-tls-server"
-		}
-		if err := rt.ensureSecret(ctx, secret); err != nil {
+	for _, rev := range revs {
+		secret := revisionSecret(&rev, rt.opts.Name)
+		if err := ensureTLSServerSecret(ctx, rt.c, secret, rt.opts.ServerCertsDir); err != nil {
 			return err
 		}
 		if ep, _, _ := unstructured.NestedString(rev.Object, "status", "endpoint"); ep == rt.Endpoint {
@@ -201,47 +148,11 @@ func (rt *Runtime) reconcile(ctx context.Context) error {
 				continue
 			}
 		}
-		status := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": FunctionRevisionGVK.GroupVersion().String(),
-			"kind":       FunctionRevisionGVK.Kind,
-			"metadata":   map[string]any{"name": rev.GetName()},
-			"status": map[string]any{
-				"endpoint":            rt.Endpoint,
-				"tlsServerSecretName": secret,
-				"conditions": []any{map[string]any{
-					"type":               "RuntimeHealthy",
-					"status":             "True",
-					"reason":             "HealthyPackageRevision",
-					"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
-				}},
-			},
-		}}
-		if _, err := r.ApplyStatus(ctx, rev.GetName(), status, metav1.ApplyOptions{FieldManager: runtimeFieldManager, Force: true}); err != nil {
-			return errors.Wrapf(err, "cannot set the status of FunctionRevision %s", rev.GetName())
+		if err := applyRuntimeStatus(ctx, r, rev.GetName(), rt.Endpoint, secret, nil); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-func (rt *Runtime) ensureSecret(ctx context.Context, name string) error {
-	_, err := rt.c.Typed.CoreV1().Secrets(Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err == nil || !kerrors.IsNotFound(err) {
-		return errors.Wrapf(err, "cannot get Secret %s", name)
-	}
-	data := map[string][]byte{}
-	for _, f := range []string{"ca.crt", "tls.crt", "tls.key"} {
-		b, err := os.ReadFile(filepath.Join(rt.opts.ServerCertsDir, f)) //nolint:gosec // Our own files.
-		if err != nil {
-			return errors.Wrapf(err, "cannot read the function's %s", f)
-		}
-		data[f] = b
-	}
-	_, err = rt.c.Typed.CoreV1().Secrets(Namespace).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
-		Type:       corev1.SecretTypeTLS,
-		Data:       data,
-	}, metav1.CreateOptions{FieldManager: runtimeFieldManager})
-	return errors.Wrapf(err, "cannot create Secret %s", name)
 }
 
 // RunFunctionCalls reads the function's Prometheus metrics and returns how many RunFunction
@@ -250,39 +161,5 @@ func (rt *Runtime) ensureSecret(ctx context.Context, name string) error {
 // reconcile of an XR, so this counts the XR reconciles that reached the function. The
 // counter restarts with the process.
 func (rt *Runtime) RunFunctionCalls(ctx context.Context) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.MetricsURL, nil)
-	if err != nil {
-		return 0, err
-	}
-	rsp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, errors.Wrap(err, "cannot read the function's metrics")
-	}
-	defer rsp.Body.Close() //nolint:errcheck // Read-only.
-	if rsp.StatusCode != http.StatusOK {
-		return 0, errors.Errorf("GET %s: %s", rt.MetricsURL, rsp.Status)
-	}
-	var total int64
-	found := false
-	sc := bufio.NewScanner(rsp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "grpc_server_handled_total{") || !strings.Contains(line, `grpc_method="RunFunction"`) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return 0, errors.Wrapf(err, "cannot parse metric line %q", line)
-		}
-		total += int64(v)
-		found = true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, errors.Wrap(err, "cannot read the function's metrics")
-	}
-	if !found {
-		return 0, errors.New("the function's metrics have no grpc_server_handled_total for RunFunction")
-	}
-	return total, nil
+	return runFunctionCalls(ctx, rt.MetricsURL)
 }

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -26,7 +27,9 @@ import (
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/images"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/node"
 	"github.com/example/function-memcached/test/e2e/internal/pki"
 	"github.com/example/function-memcached/test/e2e/internal/proc"
 	"github.com/example/function-memcached/test/e2e/internal/provider"
@@ -57,10 +60,14 @@ type Options struct {
 	Nodes int
 	// CrossplaneDebug makes Crossplane log at debug level.
 	CrossplaneDebug bool
+	// Node runs the node lane: a real node beside the fake ones, the lane's images, and the
+	// function as a pod on it (see node.go).
+	Node bool
 }
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
-// E2E_PROVIDER_XPKG, E2E_OUTPUT and E2E_CROSSPLANE_DEBUG (anything but "false" means on), as
+// E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on) and
+// E2E_NODE (anything but "off" means on), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
 // (test/e2e).
 func OptionsFromEnv() Options {
@@ -81,6 +88,7 @@ func OptionsFromEnv() Options {
 		RepoRoot:        root,
 		Nodes:           3,
 		CrossplaneDebug: os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
+		Node:            os.Getenv("E2E_NODE") != "off",
 	}
 }
 
@@ -98,7 +106,14 @@ type Env struct {
 	Kube       *kube.Client
 	Registry   *registry.Registry
 	Crossplane *crossplane.Core
-	Function   *crossplane.Runtime
+	// Function is the running function: PodFunction when the node lane is on (and no
+	// FunctionBinary is given), a host process otherwise.
+	Function Function
+	// Node is the real node, Images the node lane's images and PodFunction the function's
+	// pod runtime; all nil (empty) when the node lane is off.
+	Node        *node.Node
+	Images      images.Lane
+	PodFunction *crossplane.PodRuntime
 	// Package is the function's package reference, by digest.
 	Package string
 	// Provider is the Memcached provider, installed from its package.
@@ -135,16 +150,26 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 		fmt.Fprintf(out, "e2e: %-44s %5.1fs\n", name, time.Since(t).Seconds())
 		return nil
 	}
-	steps := []struct {
+	type stepFunc struct {
 		name string
 		f    func() error
-	}{
+	}
+	steps := []stepFunc{
 		{"start the control plane", func() error { return e.startControlPlane(ctx) }},
 		{"push the package to a local registry", func() error { return e.pushPackage(ctx) }},
 		{"start Crossplane", func() error { return e.startCrossplane(ctx) }},
 		{"install and run the function", func() error { return e.startFunction(ctx) }},
 		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
 		{"install and run the Memcached provider", func() error { return e.installProvider(ctx) }},
+	}
+	if o.Node {
+		// After the registry, which serves the node's images, before Crossplane, whose
+		// function runs on the node.
+		steps = slices.Insert(steps, 2,
+			stepFunc{"build and push the node lane's images", func() error { return e.pushImages(ctx) }},
+			stepFunc{"start the real node", func() error { return e.startNode(ctx) }})
+	} else {
+		fmt.Fprintln(out, "e2e: E2E_NODE=off: no real node; the function runs on the host and the TestNode… scenarios are skipped")
 	}
 	for _, s := range steps {
 		if err := step(s.name, s.f); err != nil {
@@ -239,6 +264,9 @@ func (e *Env) startCrossplane(ctx context.Context) (err error) {
 }
 
 func (e *Env) startFunction(ctx context.Context) (err error) {
+	if e.Node != nil && e.FunctionBinary == "" {
+		return e.startPodFunction(ctx)
+	}
 	bin, args := e.FunctionBinary, []string(nil)
 	if bin == "" {
 		bin = filepath.Join(e.WorkDir, FunctionName)
@@ -246,7 +274,7 @@ func (e *Env) startFunction(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	e.Function, err = crossplane.StartRuntime(ctx, e.Kube, crossplane.RuntimeOptions{
+	rt, err := crossplane.StartRuntime(ctx, e.Kube, crossplane.RuntimeOptions{
 		Name:           FunctionName,
 		Package:        e.Package,
 		Binary:         bin,
@@ -258,10 +286,11 @@ func (e *Env) startFunction(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := e.Function.Install(ctx); err != nil {
+	e.Function = rt
+	if err := rt.Install(ctx); err != nil {
 		return err
 	}
-	go e.Function.Serve(ctx)
+	go rt.Serve(ctx)
 	return nil
 }
 
@@ -322,8 +351,11 @@ func (e *Env) Processes() []*proc.Process {
 	if e.Crossplane != nil {
 		ps = append(ps, e.Crossplane.Process)
 	}
-	if e.Function != nil {
-		ps = append(ps, e.Function.Process)
+	if rt, ok := e.Function.(*crossplane.Runtime); ok {
+		ps = append(ps, rt.Process)
+	}
+	if e.Node != nil {
+		ps = append(ps, e.Node.Processes()...)
 	}
 	if e.Provider != nil && e.Provider.Process != nil {
 		ps = append(ps, e.Provider.Process)
@@ -345,6 +377,9 @@ func (e *Env) Stop() error {
 		}
 		if e.Crossplane != nil {
 			errs = append(errs, e.Crossplane.Stop())
+		}
+		if e.Node != nil {
+			errs = append(errs, e.Node.Stop())
 		}
 		if e.Registry != nil {
 			errs = append(errs, e.Registry.Stop())

@@ -1,0 +1,127 @@
+package readiness
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// pod is a running, ready memcached pod; mutate gives it the failure a case is about.
+func pod(name string, mutate ...func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "memcached", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			}},
+		},
+	}
+	for _, m := range mutate {
+		m(&p)
+	}
+	return p
+}
+
+func waiting(reason, message string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Phase = corev1.PodPending
+		p.Status.ContainerStatuses[0].Ready = false
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	}
+}
+
+func restarted(n int32, lastReason string, exit int32) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses[0].RestartCount = n
+		p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{Reason: lastReason, ExitCode: exit},
+		}
+	}
+}
+
+func notReady(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }
+
+func unschedulable(message string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: message,
+		}}}
+	}
+}
+
+func TestPods(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		pods   []corev1.Pod
+		want   string
+	}{
+		"AllReady": {
+			reason: "Ready pods are no reason.",
+			pods:   []corev1.Pod{pod("a"), pod("b")},
+		},
+		"ImagePull": {
+			reason: "An image that cannot be pulled is named with the kubelet's message, without the runtime's gRPC wrapping.",
+			pods: []corev1.Pod{pod("sessions-x2", waiting("ErrImagePull",
+				`rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/memcached:1.6.99": not found`))},
+			want: `sessions-x2: ErrImagePull (failed to pull and unpack image "docker.io/library/memcached:1.6.99": not found)`,
+		},
+		"ImagePullBackOff": {
+			reason: "The back-off after a failed pull says which image.",
+			pods:   []corev1.Pod{pod("sessions-x2", waiting("ImagePullBackOff", `Back-off pulling image "memcached:1.6.99"`))},
+			want:   `sessions-x2: ImagePullBackOff (Back-off pulling image "memcached:1.6.99")`,
+		},
+		"CrashLoop": {
+			reason: "A crash loop says how the container last ended and how often it restarted.",
+			pods: []corev1.Pod{pod("sessions-x2", waiting("CrashLoopBackOff", "back-off 40s restarting failed container"),
+				restarted(4, "Error", 71))},
+			want: "sessions-x2: CrashLoopBackOff: Error (exit code 71), restarted 4 times",
+		},
+		"OOMKilled": {
+			reason: "A container the kernel killed for memory says OOMKilled, whether it is starting again or backing off; one that serves again is no reason.",
+			pods: []corev1.Pod{
+				pod("sessions-a", notReady, restarted(1, "OOMKilled", 137)),
+				pod("sessions-b", waiting("CrashLoopBackOff", ""), restarted(4, "OOMKilled", 137)),
+				pod("sessions-c", restarted(1, "OOMKilled", 137)),
+			},
+			want: "sessions-a: OOMKilled, restarted 1 time; sessions-b: CrashLoopBackOff: OOMKilled, restarted 4 times",
+		},
+		"Unschedulable": {
+			reason: "A pod no node fits is Pending with the scheduler's reason.",
+			pods: []corev1.Pod{pod("sessions-x2", unschedulable(
+				"0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."))},
+			want: "sessions-x2: Pending: 0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for inc…",
+		},
+		"ProbeFailing": {
+			reason: "A running container whose readiness probe fails is not serving; liveness restarts are counted.",
+			pods:   []corev1.Pod{pod("sessions-x2", notReady, restarted(2, "Error", 137))},
+			want:   "sessions-x2: running, not ready (readiness probe failing), restarted 2 times",
+		},
+		"StartingPodsAreLeastTelling": {
+			reason: "At most three pods are named, the worst first; a pod still being created tells least.",
+			pods: []corev1.Pod{
+				pod("e", waiting("ContainerCreating", "")),
+				pod("d", notReady),
+				pod("c", waiting("ImagePullBackOff", "Back-off pulling image \"x\"")),
+				pod("b", waiting("ImagePullBackOff", "Back-off pulling image \"x\"")),
+				pod("a"),
+			},
+			want: `b: ImagePullBackOff (Back-off pulling image "x"); c: ImagePullBackOff (Back-off pulling image "x"); d: running, not ready (readiness probe failing); and 1 more`,
+		},
+		"Terminating": {
+			reason: "A pod being deleted (a rollout or a scale-down) is no reason.",
+			pods: []corev1.Pod{pod("old", notReady, func(p *corev1.Pod) {
+				p.DeletionTimestamp = &metav1.Time{}
+			})},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Pods(tc.pods)); diff != "" {
+				t.Errorf("%s\nPods(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,193 @@
+package images
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+)
+
+// entry is what a reader of the image's file system sees of one entry.
+type entry struct {
+	Name    string
+	Type    byte
+	Mode    int64
+	UID     int
+	ModTime int64
+	Content string
+}
+
+func entries(t *testing.T, img v1.Image) []entry {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close() //nolint:errcheck // Read-only.
+	var got []entry
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, entry{Name: h.Name, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, ModTime: h.ModTime.Unix(), Content: string(b)})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	type want struct {
+		entries    []entry
+		user       string
+		entrypoint []string
+		err        string
+	}
+	cases := map[string]struct {
+		reason string
+		spec   Spec
+		want   want
+	}{
+		"FilesWithParents": {
+			reason: "Files land at their paths, in sorted order, under parent directories made once, owned by root, stamped with the epoch; /tmp always exists.",
+			spec: Spec{
+				Files: []File{
+					{Path: "/usr/bin/memcached", Content: []byte("elf"), Mode: 0o755},
+					{Path: "/etc/passwd", Content: []byte("memcache:x:11211:11211::/:/nonexistent\n"), Mode: 0o644},
+					{Path: "/usr/lib/libevent.so", Content: []byte("lib"), Mode: 0o644},
+				},
+				User:       "11211:11211",
+				Entrypoint: []string{"/usr/bin/memcached"},
+			},
+			want: want{
+				entries: []entry{
+					{Name: "tmp", Type: tar.TypeDir, Mode: 0o1777},
+					{Name: "etc", Type: tar.TypeDir, Mode: 0o755},
+					{Name: "etc/passwd", Type: tar.TypeReg, Mode: 0o644, Content: "memcache:x:11211:11211::/:/nonexistent\n"},
+					{Name: "usr", Type: tar.TypeDir, Mode: 0o755},
+					{Name: "usr/bin", Type: tar.TypeDir, Mode: 0o755},
+					{Name: "usr/bin/memcached", Type: tar.TypeReg, Mode: 0o755, Content: "elf"},
+					{Name: "usr/lib", Type: tar.TypeDir, Mode: 0o755},
+					{Name: "usr/lib/libevent.so", Type: tar.TypeReg, Mode: 0o644, Content: "lib"},
+				},
+				user:       "11211:11211",
+				entrypoint: []string{"/usr/bin/memcached"},
+			},
+		},
+		"RelativePath": {
+			reason: "A relative path is refused rather than packed somewhere unexpected.",
+			spec:   Spec{Files: []File{{Path: "etc/passwd"}}},
+			want:   want{err: `image path "etc/passwd" must be absolute and clean`},
+		},
+		"SamePathTwice": {
+			reason: "Two files at one path are refused: only one could win.",
+			spec:   Spec{Files: []File{{Path: "/pause"}, {Path: "/pause"}}},
+			want:   want{err: `image path "/pause" given twice`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			img, err := Build(tc.spec)
+			if tc.want.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
+					t.Fatalf("%s\nBuild(...): got error %v, want %q", tc.reason, err, tc.want.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.entries, entries(t, img)); diff != "" {
+				t.Errorf("%s\nBuild(...) files: -want, +got:\n%s", tc.reason, diff)
+			}
+			cf, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []any{cf.Config.User, cf.Config.Entrypoint, cf.Config.Env, cf.OS, cf.Architecture, cf.Created.Unix()}
+			wantCfg := []any{tc.want.user, tc.want.entrypoint, []string{defaultPath}, "linux", "amd64", int64(0)}
+			if diff := cmp.Diff(wantCfg, got); diff != "" {
+				t.Errorf("%s\nBuild(...) config (user, entrypoint, env, os, arch, created): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// The same files give the same digest, whatever order they come in: the images the suite
+// pushes are reproducible.
+func TestBuildReproducible(t *testing.T) {
+	a := []File{{Path: "/a", Content: []byte("1"), Mode: 0o644}, {Path: "/b/c", Content: []byte("2"), Mode: 0o755}}
+	b := []File{a[1], a[0]}
+	digest := func(files []File) v1.Hash {
+		img, err := Build(Spec{Files: files, User: "1:1", Entrypoint: []string{"/a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if da, db := digest(a), digest(b); da != db {
+		t.Errorf("digests differ for the same files in another order: %s, %s", da, db)
+	}
+	changed := []File{a[0], {Path: "/b/c", Content: []byte("2"), Mode: 0o700}}
+	if da, dc := digest(a), digest(changed); da == dc {
+		t.Errorf("a changed mode gave the same digest %s", da)
+	}
+}
+
+// A dynamic binary's image gets every library ldd lists for it, the dynamic loader included,
+// so that it starts with nothing else in the image.
+func TestLibraries(t *testing.T) {
+	const bin = "/bin/sh" // dynamic on every Debian
+	libs, err := Libraries(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, l := range libs {
+		paths = append(paths, l.Path)
+		host, err := os.ReadFile(l.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(host) != string(l.Content) {
+			t.Errorf("%s: content differs from the host file", l.Path)
+		}
+	}
+	var libc, loader bool
+	for _, p := range paths {
+		libc = libc || strings.HasPrefix(filepath.Base(p), "libc.so")
+		loader = loader || strings.HasPrefix(filepath.Base(p), "ld-linux")
+	}
+	if !libc || !loader {
+		t.Errorf("Libraries(%s) = %v: want libc and the dynamic loader among them", bin, paths)
+	}
+}
+
+// Version reads the x.y.z a binary prints, what its image is tagged with.
+func TestVersion(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "tool")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"tool, version 0.14.4 (branch: , revision: )\"\n"), 0o755); err != nil { //nolint:gosec // A test script.
+		t.Fatal(err)
+	}
+	got, err := Version(script, "--version")
+	if err != nil || got != "0.14.4" {
+		t.Errorf("Version: got %q, %v; want 0.14.4", got, err)
+	}
+	if _, err := Version("/bin/true"); err == nil {
+		t.Error("Version of a program printing nothing: got no error")
+	}
+}

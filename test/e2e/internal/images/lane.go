@@ -1,0 +1,55 @@
+package images
+
+import (
+	"context"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// HostMemcached is Debian's memcached binary, which the memcached image is built from.
+const HostMemcached = "/usr/bin/memcached"
+
+// Lane holds the references of the node lane's images in the suite's registry.
+type Lane struct {
+	// Pause is the pod sandbox image containerd starts every pod with.
+	Pause string
+	// Memcached and Exporter are what the node lane's Composition defaults claims to.
+	Memcached, Exporter string
+	// Registry is the registry's host:port, the only one the lane's policy allows.
+	Registry string
+}
+
+// BuildLane builds the pause image from binDir/pause, the memcached image from Debian's
+// memcached and the exporter image from binDir/memcached_exporter, tags each with the version
+// of the binary it holds, and pushes them to the registry at host.
+func BuildLane(ctx context.Context, host, binDir string) (Lane, error) {
+	memcachedVersion, err := Version(HostMemcached, "-V")
+	if err != nil {
+		return Lane{}, err
+	}
+	exporterBin := filepath.Join(binDir, "memcached_exporter")
+	exporterVersion, err := Version(exporterBin, "--version")
+	if err != nil {
+		return Lane{}, err
+	}
+	l := Lane{Registry: host}
+	for _, i := range []struct {
+		ref   *string
+		repo  string
+		build func() (v1.Image, error)
+	}{
+		{&l.Pause, "e2e/pause:1", func() (v1.Image, error) { return Pause(filepath.Join(binDir, "pause")) }},
+		{&l.Memcached, "e2e/memcached:" + memcachedVersion, func() (v1.Image, error) { return Memcached(HostMemcached) }},
+		{&l.Exporter, "e2e/memcached-exporter:v" + exporterVersion, func() (v1.Image, error) { return Exporter(exporterBin) }},
+	} {
+		img, err := i.build()
+		if err != nil {
+			return Lane{}, err
+		}
+		if *i.ref, err = Push(ctx, host+"/"+i.repo, img); err != nil {
+			return Lane{}, err
+		}
+	}
+	return l, nil
+}

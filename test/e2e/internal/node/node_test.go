@@ -1,0 +1,123 @@
+package node
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+// What the kernel says of this very process is what a scenario reads of a container's.
+func TestReadProcess(t *testing.T) {
+	p, err := ReadProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.UID[0] != os.Getuid() || p.UID[1] != os.Geteuid() || p.GID[0] != os.Getgid() {
+		t.Errorf("uids %v gids %v, want this process's %d/%d/%d", p.UID, p.GID, os.Getuid(), os.Geteuid(), os.Getgid())
+	}
+	if len(p.Cmdline) == 0 || p.Cmdline[0] != os.Args[0] {
+		t.Errorf("command line %q, want it to start with %q", p.Cmdline, os.Args[0])
+	}
+	if p.Env["PATH"] != os.Getenv("PATH") {
+		t.Errorf("PATH %q, want %q", p.Env["PATH"], os.Getenv("PATH"))
+	}
+	if _, ok := p.Mounts["/"]; !ok {
+		t.Errorf("mounts %v: no root", p.Mounts)
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	cases := map[string]struct {
+		reason, in, want string
+	}{
+		"Plain":   {"A path without escapes is itself.", "/run/netns/cni-1", "/run/netns/cni-1"},
+		"Space":   {"mountinfo writes a space as \\040.", `/tmp/a\040b`, "/tmp/a b"},
+		"Trailer": {"A backslash too close to the end is kept.", `/tmp/a\04`, `/tmp/a\04`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := unescapeMount(tc.in); got != tc.want {
+				t.Errorf("%s\nunescapeMount(%q) = %q, want %q", tc.reason, tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// Down unmounts and removes only what belongs to the node.
+func TestOurs(t *testing.T) {
+	s := &hostState{Dir: "/work/_output/e2e/node", Netns: []string{"cni-old"}}
+	cases := map[string]bool{
+		"/work/_output/e2e/node/containerd/state/x/rootfs": true,
+		"/work/_output/e2e/node":                           false, // the directory itself is not a mount of ours
+		"/work/_output/e2e/nodes/x":                        false,
+		"/run/netns/cni-new":                               true,
+		"/run/netns/cni-old":                               false, // there before the node
+		"/run/netns/other":                                 false,
+		"/":                                                false,
+	}
+	for mp, want := range cases {
+		if got := s.ours(mp); got != want {
+			t.Errorf("ours(%q) = %v, want %v", mp, got, want)
+		}
+	}
+}
+
+// The kubelet's configuration says what this machine needs and keeps every server on the
+// node's address or loopback.
+func TestKubeletConfig(t *testing.T) {
+	var got map[string]any
+	if err := yaml.Unmarshal([]byte(kubeletConfig("/n", "/logs", "/n/containerd/containerd.sock", 12345)), &got); err != nil {
+		t.Fatalf("the kubelet configuration is not YAML: %v", err)
+	}
+	want := map[string]any{
+		"failCgroupV1":             false,
+		"cgroupDriver":             "cgroupfs",
+		"oomScoreAdj":              float64(0),
+		"address":                  Address,
+		"healthzBindAddress":       "127.0.0.1",
+		"readOnlyPort":             float64(0),
+		"containerRuntimeEndpoint": "unix:///n/containerd/containerd.sock",
+		"podLogsDir":               "/logs/node-pods",
+	}
+	for k, v := range want {
+		if diff := cmp.Diff(v, got[k]); diff != "" {
+			t.Errorf("%s: -want, +got:\n%s", k, diff)
+		}
+	}
+	taints, _ := json.Marshal(got["registerWithTaints"])
+	if string(taints) != `[{"effect":"NoSchedule","key":"`+TaintKey+`","value":"true"}]` {
+		t.Errorf("registerWithTaints %s, want the real node's taint", taints)
+	}
+}
+
+// The CNI network gives pods the node's subnet and no route off it.
+func TestCNIConfig(t *testing.T) {
+	var got struct {
+		Plugins []struct {
+			Type, Bridge      string
+			IsGateway, IPMasq bool
+			IPAM              struct {
+				Ranges [][]struct{ Subnet string }
+				Routes []any
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(cniConfig("/n")), &got); err != nil {
+		t.Fatalf("the CNI configuration is not JSON: %v", err)
+	}
+	var types []string
+	for _, p := range got.Plugins {
+		types = append(types, p.Type)
+	}
+	if !slices.Equal(types, []string{"bridge"}) {
+		t.Fatalf("plugins %v, want only the bridge", types)
+	}
+	b := got.Plugins[0]
+	if b.Bridge != Bridge || b.IsGateway || b.IPMasq || len(b.IPAM.Routes) != 0 || b.IPAM.Ranges[0][0].Subnet != Subnet {
+		t.Errorf("bridge plugin %+v: want bridge %s, subnet %s, no gateway, no masquerading, no routes", b, Bridge, Subnet)
+	}
+}

@@ -1,0 +1,303 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/node"
+)
+
+// The node lane: scenarios named TestNode… run their claims' pods on the real node
+// (env.Node) — real containers, probes, cgroups and a real memcached client — instead of
+// kwok's fake nodes. Their namespaces opt in to the real node (node.OptIn) and their claims use
+// laneComposition, whose function Input points at the images the suite built and serves, as a
+// platform with a private mirror would configure it.
+
+// laneComposition is the node lane's Composition: the example's pipeline with an Input that
+// defaults images to the suite's registry and allows only that registry.
+const laneComposition = "xmemcacheds-node-lane.cache.example.com"
+
+// laneMaxMemoryMB is the largest cache the lane's policy allows, what the memory scenario
+// fills; laneMaxSize the largest size, for the resize scenario's 5 replicas.
+const (
+	laneMaxMemoryMB = 1024
+	laneMaxSize     = 5
+)
+
+var laneOnce struct {
+	sync.Once
+	err error
+}
+
+// requireNode skips a node lane scenario when the lane is off (E2E_NODE=off), saying so; with
+// the lane on, the suite has already failed if the machine cannot run it.
+func requireNode(t *testing.T) {
+	t.Helper()
+	if env.Node == nil {
+		t.Skip("the node lane is off (E2E_NODE=off): no real node to run this scenario's pods")
+	}
+	laneOnce.Do(func() { laneOnce.err = applyLaneComposition(context.Background()) })
+	if laneOnce.err != nil {
+		t.Fatal(laneOnce.err)
+	}
+}
+
+func applyLaneComposition(ctx context.Context) error {
+	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
+	if err != nil || len(objs) != 1 {
+		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
+	}
+	c := objs[0]
+	c.SetName(laneComposition)
+	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
+	if len(pipeline) != 1 {
+		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))
+	}
+	step, _ := pipeline[0].(map[string]any)
+	step["input"] = map[string]any{
+		"apiVersion": "memcached.fn.example.com/v1beta1",
+		"kind":       "Input",
+		"defaults": map[string]any{
+			"image":         env.Images.Memcached,
+			"exporterImage": env.Images.Exporter,
+			"memoryLimitMB": int64(64),
+		},
+		"policy": map[string]any{
+			"maxSize":           int64(laneMaxSize),
+			"maxMemoryLimitMB":  int64(laneMaxMemoryMB),
+			"allowedRegistries": []any{env.Images.Registry},
+		},
+	}
+	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
+		return err
+	}
+	_, err = env.Kube.Apply(ctx, c)
+	return err
+}
+
+// newNodeNamespace creates a restricted namespace whose pods go to the real node.
+func newNodeNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	if err := node.OptIn(context.Background(), env.Kube, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// newNodeClaim is newClaim with the lane's Composition and spec merged into its spec.
+func newNodeClaim(namespace, name string, size int, spec map[string]any) *unstructured.Unstructured {
+	c := newClaim(namespace, name, size)
+	s, _, _ := unstructured.NestedMap(c.Object, "spec")
+	s["compositionRef"] = map[string]any{"name": laneComposition}
+	for k, v := range spec {
+		s[k] = v
+	}
+	_ = unstructured.SetNestedMap(c.Object, s, "spec")
+	return c
+}
+
+// livePods returns the Memcached name's pods that are not being deleted.
+func livePods(ctx context.Context, namespace, name string) ([]corev1.Pod, error) {
+	list, err := env.Kube.Typed.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+	if err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitPodsReady waits until the Memcached runs exactly n live pods, all Ready on the real node.
+func waitPodsReady(t *testing.T, namespace, name string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	err := kube.Wait(context.Background(), defaultTimeout, fmt.Sprintf("%d pods of %s/%s Ready on the real node", n, namespace, name), func(ctx context.Context) error {
+		ps, err := livePods(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		var states []string
+		ready := 0
+		for i := range ps {
+			if ps[i].Spec.NodeName != node.Name {
+				return errors.Errorf("pod %s is on node %q, not the real node", ps[i].Name, ps[i].Spec.NodeName)
+			}
+			if podReady(&ps[i]) {
+				ready++
+			}
+			states = append(states, ps[i].Name+"="+string(ps[i].Status.Phase))
+		}
+		if len(ps) != n || ready != n {
+			return errors.Errorf("%d pods, %d Ready: %v", len(ps), ready, states)
+		}
+		pods = ps
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// servers returns the ready endpoints (ip:port) of the Memcached's headless Service, as a
+// client resolving the Service's name would get them.
+func servers(ctx context.Context, namespace, name string) ([]string, error) {
+	list, err := env.Kube.Typed.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range list.Items {
+		port := int32(0)
+		for _, p := range s.Ports {
+			if p.Name != nil && *p.Name == "memcached" && p.Port != nil {
+				port = *p.Port
+			}
+		}
+		for _, e := range s.Endpoints {
+			if port != 0 && e.Conditions.Ready != nil && *e.Conditions.Ready {
+				for _, a := range e.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(port))))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// waitServers waits until the Service has exactly the endpoints of pods.
+func waitServers(t *testing.T, namespace, name string, pods []corev1.Pod) []string {
+	t.Helper()
+	var want []string
+	for _, p := range pods {
+		want = append(want, net.JoinHostPort(p.Status.PodIP, "11211"))
+	}
+	sort.Strings(want)
+	var got []string
+	err := kube.Wait(context.Background(), defaultTimeout, "the Service's endpoints to be "+strings.Join(want, ","), func(ctx context.Context) error {
+		var err error
+		if got, err = servers(ctx, namespace, name); err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return errors.Errorf("endpoints %v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// container returns the host's view of the running container named c of pod.
+func container(t *testing.T, pod *corev1.Pod, c string) node.Container {
+	t.Helper()
+	ct, err := node.FindContainer(pod, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ct
+}
+
+// mainProcess reads the container's process (the first of its cgroup: the entrypoint).
+func mainProcess(t *testing.T, c node.Container) node.Process {
+	t.Helper()
+	pids, err := c.PIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := node.ReadProcess(pids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// memcachedStats sends `stats` to the memcached at addr and returns what it reports.
+func memcachedStats(addr string) (map[string]string, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close() //nolint:errcheck // Read-only.
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("stats\r\n")); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "END" {
+			return out, nil
+		}
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "STAT" {
+			out[f[1]] = f[2]
+		}
+	}
+	return nil, errors.Errorf("stats from %s ended early: %v", addr, sc.Err())
+}
+
+// stat returns one numeric stat of the memcached at addr.
+func stat(t *testing.T, addr, name string) int64 {
+	t.Helper()
+	s, err := memcachedStats(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.ParseInt(s[name], 10, 64)
+	if err != nil {
+		t.Fatalf("stat %s of %s: %q", name, addr, s[name])
+	}
+	return v
+}
+
+// restarts returns the restart count and the last termination reason of every container.
+func restarts(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, s := range pod.Status.ContainerStatuses {
+		last := ""
+		if s.LastTerminationState.Terminated != nil {
+			last = s.LastTerminationState.Terminated.Reason
+		}
+		out[s.Name] = fmt.Sprintf("restarts=%d last=%q", s.RestartCount, last)
+	}
+	return out
+}
