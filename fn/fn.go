@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -150,7 +149,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	var r *rendered
 	if len(errs) > 0 {
 		var holding bool
-		cond, holding = hold(desired, observed, od, errs)
+		cond, holding = hold(desired, observed, od, instances, errs)
 		// Nothing rendered, yet the endpoint and the pods' selector are known when the target is.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
 		if !holding {
@@ -195,7 +194,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
 // that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
 // anything at all.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, errs field.ErrorList) (readiness.Condition, bool) {
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, instances map[string]*memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
 	holding := false
 	for k, o := range observed {
 		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
@@ -206,13 +205,8 @@ func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource,
 	if od != nil {
 		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
 	}
-	for k, o := range observed {
-		if isInstanceKey(k) {
-			i := &memcachedv1alpha1.Instance{}
-			if runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), i) == nil {
-				desired[k].Ready = ready(remote.Ready(i))
-			}
-		}
+	for k, i := range instances {
+		desired[k].Ready = ready(remote.Ready(i))
 	}
 	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
 }
