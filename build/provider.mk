@@ -40,7 +40,7 @@ $(PROVIDER_XPKG_FILES): $(PROVIDER_OUTPUT_DIR)/$(PROVIDER_NAME)-%.xpkg: $(BIN)/r
 		--path=/provider --user=65532:65532 --port=8080/tcp --tag=$(PROVIDER_NAME):runtime \
 		--source-date-epoch=$(PROVIDER_SOURCE_DATE_EPOCH) --output=$(PROVIDER_OUTPUT_DIR)/provider_linux_$*/runtime.tar
 	$(BIN)/crossplane xpkg build --package-root=package-provider --examples-root=package-provider/examples \
-		--ignore='examples/*' \
+		--ignore='examples/*,rbac/*' \
 		--embed-runtime-image-tarball=$(PROVIDER_OUTPUT_DIR)/provider_linux_$*/runtime.tar -o $@
 
 ## provider-validate: validate the provider's examples offline against its CRDs (schemas and CEL

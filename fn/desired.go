@@ -57,6 +57,9 @@ type renderKey struct {
 	security             string
 	namespaced           bool
 	placement            cachev1alpha1.ProviderConfigReference
+	// instanceKey and instanceName are the composed resource name and name of the Instance
+	// that places the Memcached (see instanceFor).
+	instanceKey, instanceName string
 }
 
 // securityKey is a canonical string of what m has beyond the usual: credentials, TLS, a
@@ -95,8 +98,8 @@ type renderCache struct {
 	wire *preEncoded
 }
 
-func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
-	k := renderKey{m: m, namespaced: namespaced, security: securityKey(m)}
+func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) (*rendered, error) {
+	k := renderKey{m: m, namespaced: namespaced, security: securityKey(m), instanceKey: instanceKey, instanceName: instanceName}
 	if np := m.NetworkPolicy; np != nil {
 		k.networkPolicy, k.monitoringNamespace = true, np.MonitoringNamespace
 	}
@@ -118,7 +121,7 @@ func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev
 	if ok {
 		return r, nil
 	}
-	r, err := renderAll(m, namespaced, placement)
+	r, err := renderAll(m, namespaced, placement, instanceKey, instanceName)
 	if err != nil {
 		return nil, err
 	}
@@ -139,13 +142,14 @@ func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev
 }
 
 // renderAll renders every object m needs and converts each to a Struct: the Deployment,
-// Service and PodDisruptionBudget here, or an Instance of the Memcached provider that runs
-// them in the cluster placement reaches.
-func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference) (*rendered, error) {
+// Service and PodDisruptionBudget here, or an Instance of the Memcached provider, named
+// instanceName under composed resource name instanceKey, that runs them in the cluster
+// placement reaches.
+func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) (*rendered, error) {
 	var objs []render.Object
 	if placement != nil {
 		i := remote.Instance(m, xpv2.ProviderConfigReference{Name: placement.Name, Kind: placement.Kind})
-		i.SetName(m.Name)
+		i.SetName(instanceName)
 		i.SetNamespace(m.Namespace)
 		i.SetLabels(render.Labels(m))
 		objs = append(objs, i)
@@ -169,7 +173,11 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		if err != nil {
 			return nil, err
 		}
-		if r.objects[keyOf(o, m)], err = structpb.NewStruct(u.Object); err != nil {
+		k := keyOf(o, m)
+		if k == KeyInstance {
+			k = instanceKey
+		}
+		if r.objects[k], err = structpb.NewStruct(u.Object); err != nil {
 			return nil, errors.Wrapf(err, "cannot render %s %q", u.GetKind(), u.GetName())
 		}
 	}

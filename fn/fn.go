@@ -15,12 +15,12 @@ package fn
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -129,14 +129,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			return rsp, nil
 		}
 	}
-	var oi *memcachedv1alpha1.Instance
-	if o, ok := observed[KeyInstance]; ok {
-		oi = &memcachedv1alpha1.Instance{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), oi); err != nil {
-			response.Fatal(rsp, errors.Wrapf(err, "cannot read the observed Instance %q", str(o.GetResource(), "metadata", "name")))
-			return rsp, nil
-		}
+	instances, err := observedInstances(observed)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
 	}
+	oi := anyInstance(instances)
 
 	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"),
 		str(xr, "metadata", "labels", LabelClaimName), str(xr, "metadata", "labels", LabelClaimNamespace))
@@ -165,7 +163,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	if name := tlsSecretName(spec); name != "" && placement == nil {
 		secret, fetched := requireTLSSecret(rsp, req, name, t.namespace)
 		if !fetched {
-			if _, holding := hold(desired, observed, od, oi, nil); !holding {
+			if _, holding := hold(desired, observed, od, instances, nil); !holding {
 				composite(rsp).Ready = fnv1.Ready_READY_FALSE
 			}
 			return rsp, nil
@@ -188,7 +186,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	var r *rendered
 	if len(errs) > 0 {
 		var holding bool
-		cond, holding = hold(desired, observed, od, oi, errs)
+		cond, holding = hold(desired, observed, od, instances, errs)
 		// Nothing rendered, yet the endpoint and the pods' selector are known when the
 		// target is, and the credentials of what runs stay in the connection details.
 		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
@@ -204,7 +202,11 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			composite(rsp).Ready = fnv1.Ready_READY_FALSE
 		}
 	} else {
-		if r, err = f.renders.get(m, t.namespaced, placement); err != nil {
+		var ik, iname string
+		if placement != nil {
+			ik, iname, oi = instanceFor(instances, placement, m.Name)
+		}
+		if r, err = f.renders.get(m, t.namespaced, placement, ik, iname); err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
@@ -236,10 +238,10 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 // nothing new, because the spec is invalid: one bad field must not change or drop anything
 // that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
 // anything at all.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, oi *memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
+func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, instances map[string]*memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
 	holding := false
-	for _, k := range ownKeys {
-		if o, ok := observed[k]; ok {
+	for k, o := range observed {
+		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
 			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
 			holding = true
 		}
@@ -247,8 +249,8 @@ func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource,
 	if od != nil {
 		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
 	}
-	if oi != nil {
-		desired[KeyInstance].Ready = ready(remote.Ready(oi))
+	for k, i := range instances {
+		desired[k].Ready = ready(remote.Ready(i))
 	}
 	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
 }
@@ -261,10 +263,10 @@ func compose(desired, observed map[string]*fnv1.Resource, r *rendered, od *appsv
 	for k, o := range r.objects {
 		_, seen := observed[k]
 		rd := ready(seen)
-		switch k {
-		case KeyDeployment:
+		switch {
+		case k == KeyDeployment:
 			rd = ready(readiness.Deployment(od, r.want))
-		case KeyInstance:
+		case isInstanceKey(k):
 			rd = ready(oi != nil && remote.Ready(oi))
 		}
 		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}

@@ -116,6 +116,15 @@ func TestRunFunction(t *testing.T) {
 		"move-here-to-remote": {
 			reason: "Naming a ProviderConfig for a local Memcached composes the Instance and no longer desires the local objects, which Crossplane then deletes.",
 		},
+		"move-remote-to-remote": {
+			reason: "Naming another ClusterProviderConfig composes a new Instance, under a name and key derived from the new placement, and no longer desires the old one, which Crossplane deletes (and with it what ran in the old cluster); the claim is Creating until the new one reports.",
+		},
+		"move-remote-to-here": {
+			reason: "Dropping the providerConfigRef composes the local objects and no longer desires the Instance, which Crossplane deletes.",
+		},
+		"remote-not-allowed": {
+			reason: "A ProviderConfig that policy.allowedProviderConfigs does not list is an invalid spec naming what is allowed; nothing is composed.",
+		},
 		"invalid-move-keeps-local": {
 			reason: "An invalid spec that also names a ProviderConfig moves nothing: the local objects stay as they run and status counts their replicas.",
 		},

@@ -32,8 +32,10 @@ import (
 // no authentication, TLS or NetworkPolicy, and the Instance says so explicitly, whatever the
 // provider's own defaults.
 //
-// The provider applies its built-in policy (at most 3 replicas, 1024 MB, any registry) to
-// the Instance too, so an m the caller's policy allows beyond those limits is reported as
+// The provider resolves the Instance again with the platform's policy for Instances: the
+// Input of the Composition labelled memcached.example.com/instance-policy=true, or the
+// built-in policy without one. Label the Composition whose Input the caller resolved with,
+// or an m that policy allows beyond the built-in limits (3 replicas, 1024 MB) is reported as
 // an invalid spec on the Instance.
 func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.Instance {
 	spec := cachev1alpha1.MemcachedSpec{
@@ -74,13 +76,17 @@ func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.In
 
 // Target returns the base name and the namespace of an Instance's objects in its target
 // cluster: forProvider.name (or the Instance's own name) mapped like a claim's name by
-// render.Name, and forProvider.namespace.
+// render.Name, and forProvider.namespace (or the Instance's own namespace).
 func Target(i *v1alpha1.Instance) (name, namespace string) {
 	n := i.Spec.ForProvider.Name
 	if n == "" {
 		n = i.GetName()
 	}
-	return render.Name(n), i.Spec.ForProvider.Namespace
+	ns := i.Spec.ForProvider.Namespace
+	if ns == "" {
+		ns = i.GetNamespace()
+	}
+	return render.Name(n), ns
 }
 
 // Memcached resolves an Instance's forProvider exactly as a claim's spec is resolved, with s

@@ -116,6 +116,15 @@ func TestTarget(t *testing.T) {
 			i:      instance("sessions", "Sessions.Cache"),
 			want:   [2]string{render.Name("Sessions.Cache"), "team-a"},
 		},
+		"OwnNamespace": {
+			reason: "Without forProvider.namespace the objects go to the namespace named like the Instance's own.",
+			i: func() *v1alpha1.Instance {
+				i := instance("sessions", "")
+				i.Spec.ForProvider.Namespace = ""
+				return i
+			}(),
+			want: [2]string{"sessions", "platform"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,7 +143,7 @@ func TestMemcached(t *testing.T) {
 		want   []string
 	}{
 		"NoNamespace": {
-			reason: "There is nowhere to run a Memcached without a namespace.",
+			reason: "There is nowhere to run a Memcached without a namespace: neither forProvider's nor the Instance's own.",
 			p:      v1alpha1.InstanceParameters{},
 			want:   []string{"spec.forProvider.namespace: Required value: the namespace of the target cluster to run Memcached in"},
 		},

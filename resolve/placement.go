@@ -1,6 +1,8 @@
 package resolve
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
@@ -14,7 +16,8 @@ const (
 
 // Placement resolves where a Memcached runs, from the providerConfigRef at p: nil for this
 // cluster, or the ProviderConfig of the Memcached provider that reaches another one. A
-// claim's own reference wins over the Input's default.
+// claim's own reference wins over the Input's default (which NewSettings checked), and must
+// be one that policy.allowedProviderConfigs allows.
 func Placement(p *field.Path, ref *cachev1alpha1.ProviderConfigReference, s Settings) (*cachev1alpha1.ProviderConfigReference, field.ErrorList) {
 	if ref == nil {
 		return s.ProviderConfigRef, nil
@@ -23,7 +26,27 @@ func Placement(p *field.Path, ref *cachev1alpha1.ProviderConfigReference, s Sett
 	if errs := checkRef(p, out); len(errs) > 0 {
 		return nil, errs
 	}
+	if errs := s.ProviderConfigAllowed(p, *out); len(errs) > 0 {
+		return nil, errs
+	}
 	return out, nil
+}
+
+// ProviderConfigAllowed reports, at p, a reference (its kind filled in) that
+// policy.allowedProviderConfigs does not list. The function checks a claim's placement with
+// it, and the provider an Instance's providerConfigRef, so both refuse the same configs.
+func (s Settings) ProviderConfigAllowed(p *field.Path, r cachev1alpha1.ProviderConfigReference) field.ErrorList {
+	if len(s.AllowedProviderConfigs) == 0 {
+		return nil
+	}
+	allowed := make([]string, len(s.AllowedProviderConfigs))
+	for i, a := range s.AllowedProviderConfigs {
+		if a == r {
+			return nil
+		}
+		allowed[i] = a.Kind + "/" + a.Name
+	}
+	return field.ErrorList{field.Invalid(p, r.Kind+"/"+r.Name, "is not allowed; policy.allowedProviderConfigs allows "+strings.Join(allowed, ", "))}
 }
 
 // withDefaultKind returns a copy of r whose empty kind reads ClusterProviderConfig, the

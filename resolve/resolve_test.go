@@ -308,6 +308,26 @@ func TestNewSettings(t *testing.T) {
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{MaxMemoryLimitMB: ptr.To[int32](8)}},
 			want:   "invalid function Input: policy.maxMemoryLimitMB: Invalid value: 8: must be at least 16",
 		},
+		"AllowedProviderConfigs": {
+			reason: "A default placement the policy allows is valid; a kind left empty reads ClusterProviderConfig on both sides.",
+			in: &v1beta1.Input{
+				Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "workload-eu"}},
+				Policy:   v1beta1.Policy{AllowedProviderConfigs: []v1alpha1.ProviderConfigReference{{Name: "workload-eu"}}},
+			},
+		},
+		"DefaultProviderConfigNotAllowed": {
+			reason: "A default placement the Input's own policy forbids is rejected, naming both fields.",
+			in: &v1beta1.Input{
+				Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "workload-us"}},
+				Policy:   v1beta1.Policy{AllowedProviderConfigs: []v1alpha1.ProviderConfigReference{{Name: "workload-eu"}, {Name: "edge", Kind: "ProviderConfig"}}},
+			},
+			want: `invalid function Input: defaults.providerConfigRef: Invalid value: "ClusterProviderConfig/workload-us": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/workload-eu, ProviderConfig/edge`,
+		},
+		"BadAllowedProviderConfig": {
+			reason: "An allowed ProviderConfig must name one of the provider's kinds.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedProviderConfigs: []v1alpha1.ProviderConfigReference{{Name: "x", Kind: "Secret"}}}},
+			want:   `invalid function Input: policy.allowedProviderConfigs[0].kind: Unsupported value: "Secret": supported values: "ClusterProviderConfig", "ProviderConfig"`,
+		},
 		"BadRegistry": {
 			reason: "An allowed registry must be a registry host.",
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"docker.io", "not a host"}}},
@@ -357,6 +377,18 @@ func TestPlacement(t *testing.T) {
 			reason: "Only the Memcached provider's two kinds can be referenced.",
 			ref:    &v1alpha1.ProviderConfigReference{Name: "x", Kind: "Secret"},
 			errs:   []string{`spec.providerConfigRef.kind: Unsupported value: "Secret": supported values: "ClusterProviderConfig", "ProviderConfig"`},
+		},
+		"Allowed": {
+			reason: "A claim may name a config that policy.allowedProviderConfigs lists.",
+			ref:    &v1alpha1.ProviderConfigReference{Name: "workload-eu"},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedProviderConfigs: []v1alpha1.ProviderConfigReference{{Name: "workload-eu"}}}},
+			want:   &v1alpha1.ProviderConfigReference{Name: "workload-eu", Kind: KindClusterProviderConfig},
+		},
+		"NotAllowed": {
+			reason: "A claim naming a config the policy does not list is refused, naming what is allowed; the same name of the other kind is another config.",
+			ref:    &v1alpha1.ProviderConfigReference{Name: "workload-eu", Kind: "ProviderConfig"},
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedProviderConfigs: []v1alpha1.ProviderConfigReference{{Name: "workload-eu"}}}},
+			errs:   []string{`spec.providerConfigRef: Invalid value: "ProviderConfig/workload-eu": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/workload-eu`},
 		},
 	}
 	for name, tc := range cases {

@@ -68,6 +68,9 @@ type Settings struct {
 	AllowedRegistries []string
 	// ProviderConfigRef places claims that name none in another cluster; nil keeps them here.
 	ProviderConfigRef *cachev1alpha1.ProviderConfigReference
+	// AllowedProviderConfigs, when not empty, are the only ProviderConfigs a Memcached may
+	// be placed with, each with its kind filled in.
+	AllowedProviderConfigs []cachev1alpha1.ProviderConfigReference
 	// PodDiagnostics lets the function ask for a Memcached's pods to explain why replicas
 	// are not available.
 	PodDiagnostics bool
@@ -148,8 +151,18 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedRegistries").Index(i), r, "must be a registry host, like docker.io or registry.example.com:5000"))
 		}
 	}
+	for i, r := range in.Policy.AllowedProviderConfigs {
+		ref := withDefaultKind(r)
+		errs = append(errs, checkRef(field.NewPath("policy", "allowedProviderConfigs").Index(i), ref)...)
+		s.AllowedProviderConfigs = append(s.AllowedProviderConfigs, *ref)
+	}
 	if r := s.ProviderConfigRef; r != nil {
-		errs = append(errs, checkRef(field.NewPath("defaults", "providerConfigRef"), r)...)
+		p := field.NewPath("defaults", "providerConfigRef")
+		if rerrs := checkRef(p, r); len(rerrs) > 0 {
+			errs = append(errs, rerrs...)
+		} else {
+			errs = append(errs, s.ProviderConfigAllowed(p, *r)...)
+		}
 	}
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "image"), s.Image)...)
 	errs = append(errs, s.checkImage(field.NewPath("defaults", "exporterImage"), s.ExporterImage)...)

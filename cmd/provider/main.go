@@ -29,6 +29,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/clients/cluster"
 	memcached "github.com/example/function-memcached/internal/controller"
 )
 
@@ -37,12 +38,13 @@ import (
 type cli struct {
 	Debug                   bool          `short:"d" help:"Run with debug logging (and controller-runtime's own logs)."`
 	LeaderElection          bool          `short:"l" help:"Use leader election, so that only one replica reconciles at a time." env:"LEADER_ELECTION"`
-	LeaderElectionNamespace string        `help:"Namespace of the leader election lease." default:"crossplane-system" env:"POD_NAMESPACE"`
+	LeaderElectionNamespace string        `help:"The provider's own namespace: where its leader election lease lives, and a control-plane namespace no Instance may place objects in through InjectedIdentity unless a ClusterProviderConfig lists it." default:"crossplane-system" env:"POD_NAMESPACE"`
 	Sync                    time.Duration `short:"s" help:"How often every watched object is re-listed from the API server, re-checking all of them for drift." default:"1h"`
-	Poll                    time.Duration `help:"How often each Instance is checked for drift in its target cluster." default:"1m"`
+	Poll                    time.Duration `help:"How often each Instance is checked against what the provider's watches of its target cluster hold (a safety net: changes there wake it at once), how often each watch is renewed (re-checking the credentials), and the longest backoff of an Instance that cannot be reconciled." default:"1m"`
 	PollStateMetric         time.Duration `help:"How often the managed resource state metrics are recorded." default:"5s"`
 	MaxReconcileRate        int           `help:"The most reconciles per second, across all controllers; also the number of concurrent reconciles." default:"10"`
 	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
+	Profile                 string        `help:"Serve runtime profiling data (pprof) at /debug/pprof on this address, e.g. 127.0.0.1:6060; empty serves none." placeholder:"host:port"`
 }
 
 // Validate rejects flag values that would stall the controllers rather than run them.
@@ -83,7 +85,7 @@ func (c *cli) Run() error {
 
 	mrMetrics := managed.NewMRMetricRecorder()
 	stateMetrics := statemetrics.NewMRStateMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics, cluster.Requests)
 
 	o := controller.Options{
 		Logger:                  log,
@@ -97,7 +99,7 @@ func (c *cli) Run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := memcached.Setup(mgr, o); err != nil {
+	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
 	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate)
@@ -120,6 +122,8 @@ func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
 		Scheme:  s,
 		Cache:   cache.Options{SyncPeriod: &c.Sync},
 		Metrics: metricsserver.Options{BindAddress: c.MetricsBindAddress},
+		// Off unless asked for: profiles show how the provider spends its time under load.
+		PprofBindAddress: c.Profile,
 		// Secrets are read when an Instance connects, a few at a time: reading them directly
 		// spares the provider a cache (and a watch) of every Secret in the cluster.
 		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},

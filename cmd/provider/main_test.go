@@ -30,10 +30,10 @@ func TestFlags(t *testing.T) {
 		},
 		"Flags": {
 			reason: "Every conventional provider flag is accepted.",
-			args:   []string{"--debug", "--leader-election", "--poll=30s", "--sync=10m", "--max-reconcile-rate=50", "--metrics-bind-address=:9090"},
+			args:   []string{"--debug", "--leader-election", "--poll=30s", "--sync=10m", "--max-reconcile-rate=50", "--metrics-bind-address=:9090", "--profile=127.0.0.1:6060"},
 			want: want{cli: cli{
 				Debug: true, LeaderElection: true, LeaderElectionNamespace: "crossplane-system", Sync: 10 * time.Minute, Poll: 30 * time.Second,
-				PollStateMetric: 5 * time.Second, MaxReconcileRate: 50, MetricsBindAddress: ":9090",
+				PollStateMetric: 5 * time.Second, MaxReconcileRate: 50, MetricsBindAddress: ":9090", Profile: "127.0.0.1:6060",
 			}},
 		},
 		"ZeroRate": {
@@ -82,9 +82,9 @@ func TestManagerOptions(t *testing.T) {
 			t.Errorf("newScheme() does not know %T: %v", o, err)
 		}
 	}
-	c := &cli{Sync: time.Hour, LeaderElection: true, LeaderElectionNamespace: "crossplane-system", MetricsBindAddress: ":8080"}
+	c := &cli{Sync: time.Hour, LeaderElection: true, LeaderElectionNamespace: "crossplane-system", MetricsBindAddress: ":8080", Profile: "127.0.0.1:6060"}
 	o := managerOptions(c, s)
-	if *o.Cache.SyncPeriod != time.Hour || !o.LeaderElection || o.LeaderElectionNamespace != "crossplane-system" || o.Metrics.BindAddress != ":8080" {
+	if *o.Cache.SyncPeriod != time.Hour || !o.LeaderElection || o.LeaderElectionNamespace != "crossplane-system" || o.Metrics.BindAddress != ":8080" || o.PprofBindAddress != "127.0.0.1:6060" {
 		t.Errorf("managerOptions(...) = %+v, does not follow the flags", o)
 	}
 	if len(o.Client.Cache.DisableFor) != 1 {

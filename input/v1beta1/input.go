@@ -7,7 +7,9 @@ import (
 )
 
 // Input configures the function from a Composition pipeline step. No Input at all means
-// every default below.
+// every default below. The Memcached provider reads the Input of the Composition labelled
+// memcached.example.com/instance-policy=true as the policy of Instances created directly, so
+// that they obey exactly what claims obey.
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:resource:categories=crossplane
@@ -148,6 +150,13 @@ type Policy struct {
 	// a platform may hand out.
 	// +optional
 	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
+
+	// AllowedProviderConfigs, when set, are the only ProviderConfigs of the Memcached
+	// provider a claim may place a Memcached with (its providerConfigRef or
+	// defaults.providerConfigRef), and, for the provider, the only ones an Instance may
+	// name. A kind left empty means ClusterProviderConfig. Empty allows any.
+	// +optional
+	AllowedProviderConfigs []cachev1alpha1.ProviderConfigReference `json:"allowedProviderConfigs,omitempty"`
 }
 
 // NetworkPolicyPolicy bounds the namespaces a claim may admit.

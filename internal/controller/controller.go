@@ -11,12 +11,11 @@ import (
 	"github.com/example/function-memcached/internal/controller/instance"
 )
 
-// Setup adds every controller of the provider to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
-	for _, setup := range []func(ctrl.Manager, controller.Options) error{config.Setup, instance.Setup} {
-		if err := setup(mgr, o); err != nil {
-			return err
-		}
+// Setup adds every controller of the provider to mgr. namespace is the provider's own
+// namespace in the control plane.
+func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
+	if err := config.Setup(mgr, o); err != nil {
+		return err
 	}
-	return nil
+	return instance.Setup(mgr, o, namespace)
 }

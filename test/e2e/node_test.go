@@ -69,6 +69,11 @@ func applyLaneComposition(ctx context.Context) error {
 	}
 	c := objs[0]
 	c.SetName(laneComposition)
+	// Only the example Composition carries the Memcached provider's policy label: two labelled
+	// Compositions with different Inputs would leave Instances without a policy.
+	labels := c.GetLabels()
+	delete(labels, "memcached.example.com/instance-policy")
+	c.SetLabels(labels)
 	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
 	if len(pipeline) != 1 {
 		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))

@@ -46,10 +46,35 @@ type ProviderConfigSpec struct {
 	Credentials ProviderCredentials `json:"credentials"`
 }
 
-// ClusterProviderConfigSpec is the desired state of a ClusterProviderConfig.
+// ClusterProviderConfigSpec is the desired state of a ClusterProviderConfig: how to reach the
+// target cluster, and which Instances may use it to place what where. A ClusterProviderConfig
+// acts with the platform's credentials for every namespace that may use it, so an Instance
+// may only reach the target namespace named like its own unless the platform allows more.
 type ClusterProviderConfigSpec struct {
 	// Credentials to reach the target cluster with.
 	Credentials ClusterProviderCredentials `json:"credentials"`
+
+	// NamespaceSelector selects, by their labels, the namespaces whose Instances may use this
+	// config. Unset allows every namespace. An Instance in a namespace it does not select is
+	// refused (Synced=False) and nothing is created for it.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// Placement says where in the target cluster Instances using this config may place their
+	// objects.
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+}
+
+// Placement says which namespaces of the target cluster Instances may place objects in.
+type Placement struct {
+	// AllowedNamespaces are target namespaces an Instance may name in forProvider.namespace
+	// besides the namespace named like its own, which is always allowed. "*" allows every
+	// namespace but, with InjectedIdentity, the control plane's own: kube-* and the
+	// provider's namespace are allowed only when listed by name.
+	// +listType=set
+	// +optional
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
 }
 
 // ProviderConfigStatus is the observed state of a (Cluster)ProviderConfig: its conditions

@@ -7,16 +7,23 @@
 // (a namespace's ProviderConfig reads a Secret of that namespace), so a kubeconfig may only
 // carry inline credentials: one that would run a command (exec, auth-provider) or read a
 // file (tokenFile, client-certificate, certificate-authority) in the provider's pod is
-// refused, since it could borrow the provider's own service account.
+// refused, since it could borrow the provider's own service account. A namespaced
+// ProviderConfig's kubeconfig must moreover reach its server over verified TLS: plain http,
+// insecure-skip-tls-verify and proxy-url are refused there, since they would let whoever
+// writes the Secret point the provider's requests somewhere else unnoticed.
 package kube
 
 import (
 	"context"
+	"net/url"
+	"strings"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -39,39 +46,78 @@ type Credentials struct {
 	Source xpv2.CredentialsSource
 	// SecretRef locates the kubeconfig when Source is Secret.
 	SecretRef *xpv2.SecretKeySelector
+	// Namespaced is true for a namespaced ProviderConfig's credentials: anyone who may
+	// write Secrets in that namespace controls the kubeconfig, which must therefore reach
+	// its server over verified TLS (see FromKubeconfig).
+	Namespaced bool
 }
 
-// CredentialsFor reads the (Cluster)ProviderConfig that ref names. A namespaced
-// ProviderConfig is looked up in namespace, the Instance's, and its Secret lives there too:
-// an Instance can never use another namespace's ProviderConfig or Secret.
-func CredentialsFor(ctx context.Context, c client.Reader, namespace string, ref *xpv2.ProviderConfigReference) (Credentials, error) {
+// Config is what a ProviderConfig or ClusterProviderConfig says: how to reach the target
+// cluster and, for a ClusterProviderConfig, which namespaces' Instances may use it to place
+// objects where. A namespaced ProviderConfig has neither rule: it serves its own namespace
+// only, with that namespace's own credentials.
+type Config struct {
+	Credentials
+	// NamespaceSelector selects the namespaces whose Instances may use a
+	// ClusterProviderConfig; nil selects every namespace.
+	NamespaceSelector *metav1.LabelSelector
+	// Placement says where in the target cluster they may place objects.
+	Placement v1alpha1.Placement
+}
+
+// ConfigFor reads the (Cluster)ProviderConfig that ref names. A namespaced ProviderConfig is
+// looked up in namespace, the Instance's, and its Secret lives there too: an Instance can
+// never use another namespace's ProviderConfig or Secret.
+func ConfigFor(ctx context.Context, c client.Reader, namespace string, ref *xpv2.ProviderConfigReference) (Config, error) {
 	if ref == nil {
-		return Credentials{}, errors.New("spec.providerConfigRef is not set")
+		return Config{}, errors.New("spec.providerConfigRef is not set")
 	}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, pc); err != nil {
-			return Credentials{}, errors.Wrapf(err, "cannot get ProviderConfig %s/%s", namespace, ref.Name)
+			return Config{}, errors.Wrapf(err, "cannot get ProviderConfig %s/%s", namespace, ref.Name)
 		}
-		cr := Credentials{Source: pc.Spec.Credentials.Source}
+		cr := Credentials{Source: pc.Spec.Credentials.Source, Namespaced: true}
 		if s := pc.Spec.Credentials.SecretRef; s != nil {
 			cr.SecretRef = s.ToSecretKeySelector(namespace)
 		}
 		if cr.Source == xpv2.CredentialsSourceInjectedIdentity {
 			// The CRD forbids it; a ProviderConfig written around the schema is refused too.
-			return Credentials{}, errors.Errorf("ProviderConfig %s/%s: source InjectedIdentity is only allowed in a ClusterProviderConfig", namespace, ref.Name)
+			return Config{}, errors.Errorf("ProviderConfig %s/%s: source InjectedIdentity is only allowed in a ClusterProviderConfig", namespace, ref.Name)
 		}
-		return cr, nil
+		return Config{Credentials: cr}, nil
 	case v1alpha1.ClusterProviderConfigKind:
 		pc := &v1alpha1.ClusterProviderConfig{}
 		if err := c.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
-			return Credentials{}, errors.Wrapf(err, "cannot get ClusterProviderConfig %q", ref.Name)
+			return Config{}, errors.Wrapf(err, "cannot get ClusterProviderConfig %q", ref.Name)
 		}
-		return Credentials{Source: pc.Spec.Credentials.Source, SecretRef: pc.Spec.Credentials.SecretRef}, nil
+		return Config{
+			Credentials:       Credentials{Source: pc.Spec.Credentials.Source, SecretRef: pc.Spec.Credentials.SecretRef},
+			NamespaceSelector: pc.Spec.NamespaceSelector,
+			Placement:         pc.Spec.Placement,
+		}, nil
 	default:
-		return Credentials{}, errors.Errorf("spec.providerConfigRef.kind %q is not supported: use %s or %s", ref.Kind, v1alpha1.ProviderConfigKind, v1alpha1.ClusterProviderConfigKind)
+		return Config{}, errors.Errorf("spec.providerConfigRef.kind %q is not supported: use %s or %s", ref.Kind, v1alpha1.ProviderConfigKind, v1alpha1.ClusterProviderConfigKind)
 	}
+}
+
+// Version identifies these credentials as they are now, without reading the Secret's data:
+// "InjectedIdentity", or the Secret's namespace, name, key and resourceVersion, read from
+// metadata (a cache of Secrets' metadata in the provider). A client built for one version
+// serves until the version changes, so a rotated or deleted Secret takes effect at once and
+// an unchanged one is never read again.
+func (c Credentials) Version(ctx context.Context, metadata client.Reader) (string, error) {
+	if c.Source != xpv2.CredentialsSourceSecret || c.SecretRef == nil {
+		return string(c.Source), nil
+	}
+	ref := c.SecretRef
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := metadata.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, m); err != nil {
+		return "", errors.Wrapf(err, "cannot get credentials Secret %s/%s", ref.Namespace, ref.Name)
+	}
+	return "Secret " + ref.Namespace + "/" + ref.Name + " key " + ref.Key + " version " + m.GetResourceVersion(), nil
 }
 
 // RESTConfig returns the configuration of the cluster cr points at. identity is the
@@ -97,7 +143,7 @@ func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr 
 		if len(data) == 0 {
 			return nil, errors.Errorf("credentials Secret %s/%s has no key %q", ref.Namespace, ref.Name, ref.Key)
 		}
-		rc, err := FromKubeconfig(data)
+		rc, err := FromKubeconfig(data, cr.Namespaced)
 		if err != nil {
 			return nil, errors.Wrapf(err, "invalid kubeconfig in Secret %s/%s key %q", ref.Namespace, ref.Name, ref.Key)
 		}
@@ -108,8 +154,10 @@ func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr 
 }
 
 // FromKubeconfig parses a kubeconfig into a rest.Config for its current context, refusing
-// credentials that run commands or read files in the provider's pod.
-func FromKubeconfig(data []byte) (*rest.Config, error) {
+// credentials that run commands or read files in the provider's pod. With namespaced (a
+// namespaced ProviderConfig's kubeconfig) it also refuses anything but https verified with
+// the kubeconfig's own CA data: no plain http, no insecure-skip-tls-verify, no proxy-url.
+func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot parse kubeconfig")
@@ -128,6 +176,11 @@ func FromKubeconfig(data []byte) (*rest.Config, error) {
 	case cl.CertificateAuthority != "":
 		return nil, errors.Errorf("cluster %q reads certificate-authority from a file: embed certificate-authority-data instead", kctx.Cluster)
 	}
+	if namespaced {
+		if err := verifiedTLS(kctx.Cluster, cl.Server, cl.InsecureSkipTLSVerify, cl.ProxyURL, len(cl.CertificateAuthorityData) > 0); err != nil {
+			return nil, err
+		}
+	}
 	if u, ok := cfg.AuthInfos[kctx.AuthInfo]; ok {
 		switch {
 		case u.Exec != nil:
@@ -144,6 +197,49 @@ func FromKubeconfig(data []byte) (*rest.Config, error) {
 	}
 	rc.UserAgent = UserAgent
 	return rc, nil
+}
+
+// verifiedTLS refuses a namespaced ProviderConfig's cluster entry unless the provider would
+// reach its server directly over TLS verified against the kubeconfig's own CA.
+func verifiedTLS(cluster, server string, insecure bool, proxy string, caData bool) error {
+	u, err := url.Parse(server)
+	switch {
+	case err != nil || u.Scheme != "https":
+		return errors.Errorf("cluster %q: server %q is not https: a namespaced ProviderConfig must reach its cluster over https", cluster, server)
+	case insecure:
+		return errors.Errorf("cluster %q sets insecure-skip-tls-verify, which a namespaced ProviderConfig may not: embed the server's CA in certificate-authority-data", cluster)
+	case proxy != "":
+		return errors.Errorf("cluster %q sets proxy-url, which a namespaced ProviderConfig may not: the provider reaches the server directly", cluster)
+	case !caData:
+		return errors.Errorf("cluster %q has no certificate-authority-data: a namespaced ProviderConfig must embed the server's CA", cluster)
+	}
+	return nil
+}
+
+// MaxErrorLength bounds the message of an error from a target cluster that reaches an
+// Instance's conditions and events: an API server or a proxy in front of it may answer with
+// a whole HTML page, which would bloat every status update and event.
+const MaxErrorLength = 512
+
+// Trim returns err with its message on one line and cut to MaxErrorLength bytes (nil for
+// nil), saying how much was cut. The provider trims every error from a target cluster
+// before it reaches status or events.
+func Trim(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) <= MaxErrorLength {
+		if msg == err.Error() {
+			return err
+		}
+		return errors.New(msg)
+	}
+	cut := MaxErrorLength
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return errors.Errorf("%s… (%d more bytes)", msg[:cut], len(msg)-cut)
 }
 
 // Scheme knows the kinds the provider manages in target clusters, and nothing else.

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,15 +43,37 @@ users:
 
 var tokenUser = "      token: s3cr3t\n"
 
+// namespacedKubeconfig returns a kubeconfig with a token user whose cluster entry is cluster
+// (YAML lines, indented by four spaces).
+func namespacedKubeconfig(cluster string) []byte {
+	return []byte(`apiVersion: v1
+kind: Config
+current-context: target
+contexts:
+- name: target
+  context: {cluster: target, user: admin}
+clusters:
+- name: target
+  cluster:
+` + cluster + `users:
+- name: admin
+  user: {token: s3cr3t}
+`)
+}
+
+// caData is certificate-authority-data; its content is checked by TLS, not by the kubeconfig.
+const caData = "    certificate-authority-data: Y2E=\n"
+
 func TestFromKubeconfig(t *testing.T) {
 	type want struct {
 		host, token string
 		err         string
 	}
 	cases := map[string]struct {
-		reason string
-		data   []byte
-		want   want
+		reason     string
+		data       []byte
+		namespaced bool
+		want       want
 	}{
 		"Token": {
 			reason: "An inline token is the common way to reach another cluster.",
@@ -120,10 +144,45 @@ users:
 			data:   []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts:\n- name: c\n  context: {cluster: x, user: u}\nclusters:\n- name: x\n  cluster: {server: 'https://x'}\n"),
 			want:   want{host: "https://x"},
 		},
+		"NamespacedVerifiedTLS": {
+			reason:     "A namespaced ProviderConfig's kubeconfig over https with its own CA is accepted.",
+			data:       namespacedKubeconfig("    server: https://target.example.com:6443\n" + caData),
+			namespaced: true,
+			want:       want{host: "https://target.example.com:6443", token: "s3cr3t"},
+		},
+		"NamespacedInsecure": {
+			reason:     "Skipping TLS verification would let whoever writes the Secret send the token to any server.",
+			data:       namespacedKubeconfig("    server: https://target.example.com:6443\n    insecure-skip-tls-verify: true\n"),
+			namespaced: true,
+			want:       want{err: `cluster "target" sets insecure-skip-tls-verify, which a namespaced ProviderConfig may not: embed the server's CA in certificate-authority-data`},
+		},
+		"NamespacedPlainHTTP": {
+			reason:     "Plain http sends credentials in the clear.",
+			data:       namespacedKubeconfig("    server: http://target.example.com:8080\n" + caData),
+			namespaced: true,
+			want:       want{err: `cluster "target": server "http://target.example.com:8080" is not https: a namespaced ProviderConfig must reach its cluster over https`},
+		},
+		"NamespacedProxy": {
+			reason:     "A proxy would route the provider's requests, from inside the control plane, wherever the Secret's writer likes.",
+			data:       namespacedKubeconfig("    server: https://target.example.com:6443\n" + caData + "    proxy-url: http://10.0.0.1:3128\n"),
+			namespaced: true,
+			want:       want{err: `cluster "target" sets proxy-url, which a namespaced ProviderConfig may not: the provider reaches the server directly`},
+		},
+		"NamespacedNoCA": {
+			reason:     "Without CA data, TLS would be verified against the provider's own trust store, not the target cluster's CA.",
+			data:       namespacedKubeconfig("    server: https://target.example.com:6443\n"),
+			namespaced: true,
+			want:       want{err: `cluster "target" has no certificate-authority-data: a namespaced ProviderConfig must embed the server's CA`},
+		},
+		"ClusterScopedInsecure": {
+			reason: "A ClusterProviderConfig's Secret is the platform's own: insecure-skip-tls-verify stays its choice.",
+			data:   namespacedKubeconfig("    server: https://target.example.com:6443\n    insecure-skip-tls-verify: true\n"),
+			want:   want{host: "https://target.example.com:6443", token: "s3cr3t"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rc, err := FromKubeconfig(tc.data)
+			rc, err := FromKubeconfig(tc.data, tc.namespaced)
 			got := want{}
 			if err != nil {
 				got.err = err.Error()
@@ -156,15 +215,15 @@ func secret(namespace, name, key string, data []byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: map[string][]byte{key: data}}
 }
 
-func TestCredentialsFor(t *testing.T) {
+func TestConfigFor(t *testing.T) {
 	type args struct {
 		objs      []client.Object
 		namespace string
 		ref       *xpv2.ProviderConfigReference
 	}
 	type want struct {
-		creds Credentials
-		err   string
+		cfg Config
+		err string
 	}
 	cases := map[string]struct {
 		reason string
@@ -199,10 +258,11 @@ func TestCredentialsFor(t *testing.T) {
 				namespace: "team-a",
 				ref:       &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "target"},
 			},
-			want: want{creds: Credentials{
-				Source:    xpv2.CredentialsSourceSecret,
-				SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "team-a", Name: "kubeconfig"}, Key: "config"},
-			}},
+			want: want{cfg: Config{Credentials: Credentials{
+				Source:     xpv2.CredentialsSourceSecret,
+				SecretRef:  &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "team-a", Name: "kubeconfig"}, Key: "config"},
+				Namespaced: true,
+			}}},
 		},
 		"ProviderConfigInjectedIdentity": {
 			reason: "A namespace's ProviderConfig must not act as the provider in the control plane, even if written around the CRD's schema.",
@@ -222,34 +282,42 @@ func TestCredentialsFor(t *testing.T) {
 			want:   want{err: `cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`},
 		},
 		"ClusterProviderConfig": {
-			reason: "A ClusterProviderConfig names the Secret's namespace itself.",
+			reason: "A ClusterProviderConfig names the Secret's namespace itself, and says who may use it to place what where.",
 			args: args{
 				objs: []client.Object{&v1alpha1.ClusterProviderConfig{
 					ObjectMeta: metav1.ObjectMeta{Name: "default"},
-					Spec: v1alpha1.ClusterProviderConfigSpec{Credentials: v1alpha1.ClusterProviderCredentials{
-						Source:    xpv2.CredentialsSourceSecret,
-						SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"},
-					}},
+					Spec: v1alpha1.ClusterProviderConfigSpec{
+						Credentials: v1alpha1.ClusterProviderCredentials{
+							Source:    xpv2.CredentialsSourceSecret,
+							SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"},
+						},
+						NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"memcached": "allowed"}},
+						Placement:         v1alpha1.Placement{AllowedNamespaces: []string{"cache"}},
+					},
 				}},
 				namespace: "team-a",
 				ref:       &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "default"},
 			},
-			want: want{creds: Credentials{
-				Source:    xpv2.CredentialsSourceSecret,
-				SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"},
+			want: want{cfg: Config{
+				Credentials: Credentials{
+					Source:    xpv2.CredentialsSourceSecret,
+					SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"},
+				},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"memcached": "allowed"}},
+				Placement:         v1alpha1.Placement{AllowedNamespaces: []string{"cache"}},
 			}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(tc.args.objs...).Build()
-			creds, err := CredentialsFor(context.Background(), c, tc.args.namespace, tc.args.ref)
-			got := want{creds: creds}
+			cfg, err := ConfigFor(context.Background(), c, tc.args.namespace, tc.args.ref)
+			got := want{cfg: cfg}
 			if err != nil {
 				got.err = err.Error()
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("\n%s\nCredentialsFor(...): -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("\n%s\nConfigFor(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -357,4 +425,81 @@ func TestNew(t *testing.T) {
 	if _, err := New(&rest.Config{Host: "https://target", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("not a certificate")}}); err == nil {
 		t.Error("New(...) with an invalid CA: want an error, got none")
 	}
+}
+
+func TestVersion(t *testing.T) {
+	ref := &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"}
+	cases := map[string]struct {
+		reason string
+		objs   []client.Object
+		creds  Credentials
+		want   string
+		err    string
+	}{
+		"InjectedIdentity": {
+			reason: "The provider's own identity has one version.",
+			creds:  Credentials{Source: xpv2.CredentialsSourceInjectedIdentity},
+			want:   "InjectedIdentity",
+		},
+		"Secret": {
+			reason: "A Secret's version names it, its key and its resourceVersion, so that any change to it makes a new client.",
+			objs:   []client.Object{secret("crossplane-system", "target", "kubeconfig", kubeconfig(tokenUser))},
+			creds:  Credentials{Source: xpv2.CredentialsSourceSecret, SecretRef: ref},
+			want:   "Secret crossplane-system/target key kubeconfig version 999",
+		},
+		"MissingSecret": {
+			reason: "A deleted Secret has no version, and says which Secret is missing.",
+			creds:  Credentials{Source: xpv2.CredentialsSourceSecret, SecretRef: ref},
+			err:    `cannot get credentials Secret crossplane-system/target: secrets "target" not found`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(tc.objs...).Build()
+			got, err := tc.creds.Version(context.Background(), c)
+			if diff := cmp.Diff(tc.err, errString(err)); diff != "" {
+				t.Errorf("\n%s\nVersion(...): -want error, +got error:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nVersion(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTrim(t *testing.T) {
+	page := "<html>\n<body>" + strings.Repeat("Bad gateway. ", 100) + "</body></html>"
+	cases := map[string]struct {
+		reason string
+		err    error
+		want   string
+	}{
+		"Nil":   {reason: "No error stays none.", err: nil, want: ""},
+		"Short": {reason: "A short error is kept as it is.", err: errors.New("connection refused"), want: "connection refused"},
+		"Lines": {reason: "An error over several lines reads on one.", err: errors.New("forbidden:\n  user x\tcannot list"), want: "forbidden: user x cannot list"},
+		"Page": {
+			reason: "A proxy's error page is cut, saying how much was left out.",
+			err:    errors.New("an error on the server (\"" + page + "\") has prevented the request from succeeding"),
+			want:   (`an error on the server ("<html> <body>` + strings.Repeat("Bad gateway. ", 100))[:MaxErrorLength] + "… (884 more bytes)",
+		},
+		"Runes": {
+			reason: "A cut never splits a character.",
+			err:    errors.New(strings.Repeat("a", MaxErrorLength-1) + "é and more"),
+			want:   strings.Repeat("a", MaxErrorLength-1) + "… (11 more bytes)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, errString(Trim(tc.err))); diff != "" {
+				t.Errorf("\n%s\nTrim(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

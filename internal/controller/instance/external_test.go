@@ -11,10 +11,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +26,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 
@@ -94,10 +98,54 @@ func memcached(t *testing.T) render.Memcached {
 	return m
 }
 
-// cluster is a target cluster with server-side apply and managed fields, like a real one.
-func cluster(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
+// targetCluster is a target cluster with server-side apply and managed fields, like a real one.
+func targetCluster(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	return fake.NewClientBuilder().WithScheme(kube.Scheme()).WithReturnManagedFields().
 		WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+}
+
+// target is a fake Target over the target cluster c: Watched reads only what is labelled as
+// some Instance's, like the provider's watches, and reads through Client are counted.
+type target struct {
+	c          client.Client
+	watchErr   error
+	directGets int
+	forgotten  []types.NamespacedName
+}
+
+func newTarget(c client.Client) *target { return &target{c: c} }
+
+func (t *target) Client() client.Client {
+	return interceptor.NewClient(t.c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			t.directGets++
+			return c.Get(ctx, k, o, opts...)
+		},
+	})
+}
+
+func (t *target) Watched(_ context.Context, _ string, _ types.NamespacedName) (client.Reader, error) {
+	if t.watchErr != nil {
+		return nil, t.watchErr
+	}
+	return watched{t.c}, nil
+}
+
+func (t *target) Forget(namespace string, instance types.NamespacedName) {
+	t.forgotten = append(t.forgotten, instance)
+}
+
+// watched reads what the provider's watches hold: objects labelled as an Instance's.
+type watched struct{ client.Reader }
+
+func (w watched) Get(ctx context.Context, k client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if err := w.Reader.Get(ctx, k, o, opts...); err != nil {
+		return err
+	}
+	if _, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]; !ok {
+		return kerrors.NewNotFound(schema.GroupResource{}, k.Name)
+	}
+	return nil
 }
 
 // readOnly fails the test on any write: observing must never change the target cluster.
@@ -129,8 +177,8 @@ func readOnly(t *testing.T) interceptor.Funcs {
 // each change happen, as another actor would.
 func applied(t *testing.T, i *v1alpha1.Instance, changes ...func(*testing.T, client.Client)) client.WithWatch {
 	t.Helper()
-	c := cluster(interceptor.Funcs{})
-	if _, err := (&External{Kube: c, Settings: settings(t)}).Create(context.Background(), i); err != nil {
+	c := targetCluster(interceptor.Funcs{})
+	if _, err := (&External{Target: newTarget(c), Settings: settings(t)}).Create(context.Background(), i); err != nil {
 		t.Fatalf("Create(...): %v", err)
 	}
 	for _, change := range changes {
@@ -184,6 +232,9 @@ func rollout(available int32) func(*testing.T, client.Client) {
 func apiServerDefaults(t *testing.T, c client.Client) {
 	t.Helper()
 	edit("kube-apiserver", func(d *appsv1.Deployment) {
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
 		d.Annotations["deployment.kubernetes.io/revision"] = "1"
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 		p := &d.Spec.Template.Spec
@@ -227,28 +278,113 @@ func sameType(a, b client.Object) bool {
 	return reflect.TypeOf(a) == reflect.TypeOf(b)
 }
 
+// uid is the UID of every Instance instance() returns.
+const uid = "0c4b6a0e-uid"
+
+// someone creates an object under the Instance's names as someone else would: under their
+// own field manager, labelled with labels.
+func someone[T any, P interface {
+	*T
+	client.Object
+}](labels map[string]string, f func(P)) func(*testing.T, client.Client) {
+	return func(t *testing.T, c client.Client) {
+		t.Helper()
+		o := P(new(T))
+		o.SetNamespace(key.Namespace)
+		o.SetName(key.Name)
+		o.SetLabels(labels)
+		f(o)
+		if err := c.Create(context.Background(), o, client.FieldOwner("someone")); err != nil {
+			t.Fatalf("Create(%T): %v", o, err)
+		}
+	}
+}
+
+// theirDeployment is an application's Deployment that happens to have the Instance's name.
+func theirDeployment(labels map[string]string) func(*testing.T, client.Client) {
+	return someone(labels, func(d *appsv1.Deployment) {
+		d.Spec.Replicas = ptr.To[int32](5)
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}
+		d.Spec.Template.Labels = map[string]string{"app": "shop"}
+		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "memcached", Image: "memcached:1.5"}}
+	})
+}
+
+// empty is a target cluster where changes happened, and nothing else.
+func empty(changes ...func(*testing.T, client.Client)) func(*testing.T) client.Client {
+	return func(t *testing.T) client.Client {
+		c := targetCluster(interceptor.Funcs{})
+		for _, change := range changes {
+			change(t, c)
+		}
+		return c
+	}
+}
+
+// legacyApplied is a target cluster where an earlier provider, with one field manager for
+// every Instance and no ownership label, applied i's objects.
+func legacyApplied(t *testing.T, i *v1alpha1.Instance, changes ...func(*testing.T, client.Client)) client.WithWatch {
+	t.Helper()
+	c := targetCluster(interceptor.Funcs{})
+	m, errs := remote.Memcached(i, settings(t))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, o := range render.Objects(m) {
+		u, err := render.ToApply(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(LegacyFieldManager), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, change := range changes {
+		change(t, c)
+	}
+	return c
+}
+
+// recorder records the reasons of the events it is given.
+type recorder struct{ reasons []string }
+
+func (r *recorder) Event(_ runtime.Object, e event.Event) {
+	r.reasons = append(r.reasons, string(e.Type)+"/"+string(e.Reason))
+}
+
+func (r *recorder) WithAnnotations(...string) event.Recorder { return r }
+
 func TestObserve(t *testing.T) {
 	ctx := context.Background()
 	m := memcached(t)
 	details := managed.ConnectionDetails(render.ConnectionDetails(m))
 	endpoint := render.Endpoint(m)
-	atProvider := func(replicas, available int32) v1alpha1.InstanceObservation {
+	selector := "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
+	atProvider := func(replicas, available int32, size ...int32) v1alpha1.InstanceObservation {
 		o := v1alpha1.InstanceObservation{}
 		o.Replicas, o.AvailableReplicas, o.Endpoint = replicas, available, endpoint
-		o.Selector = "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
+		o.Selector = selector
+		if len(size) > 0 {
+			o.Size, o.Image = ptr.To(size[0]), resolve.DefaultImage
+		}
 		return o
 	}
 	invalid := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"
+	conflictUnlabelled := "Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; set spec.adoptionPolicy: Adopt to take it over"
 
 	type args struct {
-		kube func(t *testing.T) client.Client
-		cr   *v1alpha1.Instance
+		kube     func(t *testing.T) client.Client
+		watchErr error
+		refused  field.ErrorList
+		cr       *v1alpha1.Instance
 	}
 	type want struct {
-		o      managed.ExternalObservation
-		diff   []string
-		err    string
-		status *v1alpha1.InstanceStatus
+		o          managed.ExternalObservation
+		diff       []string
+		err        string
+		status     *v1alpha1.InstanceStatus
+		events     []string
+		directGets int
 	}
 	status := func(p v1alpha1.InstanceObservation, c ...xpv2.Condition) *v1alpha1.InstanceStatus {
 		s := &v1alpha1.InstanceStatus{AtProvider: p}
@@ -261,28 +397,38 @@ func TestObserve(t *testing.T) {
 		want   want
 	}{
 		"NotFound": {
-			reason: "Nothing under the Instance's names means nothing exists, so the managed reconciler creates it.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance()},
+			reason: "Nothing under the Instance's names means nothing exists, so the managed reconciler creates it; what the watches do not hold is read directly to be sure.",
+			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance()},
 			want: want{
-				o:      managed.ExternalObservation{ConnectionDetails: details},
-				diff:   []string{"Deployment team-a/sessions: does not exist", "Service team-a/sessions: does not exist", "PodDisruptionBudget team-a/sessions: does not exist"},
-				status: status(atProvider(0, 0), conditions(readiness.Available(nil, readiness.Want{Replicas: 3}, ""))...),
+				o:          managed.ExternalObservation{ConnectionDetails: details},
+				diff:       []string{"Deployment team-a/sessions: does not exist", "Service team-a/sessions: does not exist", "PodDisruptionBudget team-a/sessions: does not exist"},
+				status:     status(atProvider(0, 0), conditions(readiness.Available(nil, readiness.Want{Replicas: 3}, ""))...),
+				directGets: 3,
 			},
 		},
 		"UpToDate": {
-			reason: "What the provider applied, unchanged and fully rolled out, is up to date and available.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance()},
+			reason: "What the Instance applied, unchanged and fully rolled out, is up to date and available, read from the watches alone; becoming available is an event.",
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance(was(readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"}))},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
-				status: status(atProvider(3, 3), conditions(available)...),
+				status: status(atProvider(3, 3, 3), conditions(available)...),
+				events: []string{"Normal/Available"},
+			},
+		},
+		"SteadyState": {
+			reason: "An available Instance that stays available reads nothing directly from the target cluster and records no event.",
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance(was(available))},
+			want: want{
+				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
+				status: status(atProvider(3, 3, 3), conditions(available)...),
 			},
 		},
 		"UpToDateDespiteDefaults": {
-			reason: "Fields the API server defaults and fields others add are not the provider's, so they never count as drift.",
-			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), apiServerDefaults, rollout(3)) }, cr: instance()},
+			reason: "Fields the API server defaults and fields others add are not the Instance's, so they never count as drift.",
+			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), apiServerDefaults, rollout(3)) }, cr: instance(was(available))},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
-				status: status(atProvider(3, 3), conditions(available)...),
+				status: status(atProvider(3, 3, 3), conditions(available)...),
 			},
 		},
 		"ReplicasChangedByHand": {
@@ -296,25 +442,10 @@ func TestObserve(t *testing.T) {
 			want: want{
 				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
 				diff: []string{"Deployment team-a/sessions:", "Replicas"},
-				status: status(atProvider(5, 5), conditions(readiness.Condition{
+				status: status(atProvider(5, 5, 5), conditions(readiness.Condition{
 					Reason: readiness.ReasonResizing, Message: "resizing from 5 to 3 replicas (5 available)",
 				})...),
-			},
-		},
-		"ImageChangedByHand": {
-			reason: "`kubectl set image` is drift too.",
-			args: args{
-				kube: func(t *testing.T) client.Client {
-					return applied(t, instance(), rollout(3), edit("kubectl-set", func(d *appsv1.Deployment) {
-						d.Spec.Template.Spec.Containers[0].Image = "memcached:1.5"
-					}))
-				},
-				cr: instance(was(available)),
-			},
-			want: want{
-				o:      managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
-				diff:   []string{"Deployment team-a/sessions:", "Image"},
-				status: status(atProvider(3, 3), conditions(available)...),
+				events: []string{"Normal/Resizing"},
 			},
 		},
 		"ServiceMissing": {
@@ -330,60 +461,162 @@ func TestObserve(t *testing.T) {
 				cr: instance(was(available)),
 			},
 			want: want{
-				o:      managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
-				diff:   []string{"Service team-a/sessions: does not exist"},
-				status: status(atProvider(3, 3), conditions(available)...),
+				o:          managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
+				diff:       []string{"Service team-a/sessions: does not exist"},
+				status:     status(atProvider(3, 3, 3), conditions(available)...),
+				directGets: 1,
 			},
 		},
 		"PDBNoLongerNeeded": {
-			reason: "After a resize to one replica the provider's PodDisruptionBudget must go.",
+			reason: "After a resize to one replica the Instance's PodDisruptionBudget must go.",
 			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) }, cr: instance(size(1), was(available))},
 			want: want{
 				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
 				diff: []string{"PodDisruptionBudget team-a/sessions: is no longer needed", "Replicas"},
-				status: status(atProvider(3, 3), conditions(readiness.Condition{
+				status: status(atProvider(3, 3, 3), conditions(readiness.Condition{
 					Reason: readiness.ReasonResizing, Message: "resizing from 3 to 1 replicas (3 available)",
 				})...),
+				events: []string{"Normal/Resizing"},
 			},
 		},
-		"ForeignPDBIgnored": {
-			reason: "A PodDisruptionBudget the provider never applied is someone else's and no drift.",
+		"ForeignPDBNotNeeded": {
+			reason: "Someone else's PodDisruptionBudget under the names of an Instance that needs none is neither drift nor a conflict, and is not even read.",
 			args: args{
 				kube: func(t *testing.T) client.Client {
-					return applied(t, instance(size(1)), rollout(1), func(t *testing.T, c client.Client) {
-						pdb := &policyv1.PodDisruptionBudget{
-							ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
-							Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1))},
-						}
-						if err := c.Create(context.Background(), pdb, client.FieldOwner("someone")); err != nil {
-							t.Fatal(err)
-						}
-					})
+					return applied(t, instance(size(1)), rollout(1), someone(nil, func(p *policyv1.PodDisruptionBudget) {
+						p.Spec.MinAvailable = ptr.To(intstr.FromInt32(1))
+					}))
 				},
-				cr: instance(size(1)),
+				cr: instance(size(1), was(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "1/1 replicas available"})),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
-				status: status(atProvider(1, 1), conditions(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "1/1 replicas available"})...),
+				status: status(atProvider(1, 1, 1), conditions(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "1/1 replicas available"})...),
 			},
 		},
 		"Degraded": {
-			reason: "Ready is Unavailable with the claim's reason in its message; Available carries the reason itself.",
+			reason: "Ready is Unavailable with the claim's reason in its message; Available carries the reason itself; losing a replica is a Warning event.",
 			args: args{
 				kube: func(t *testing.T) client.Client { return applied(t, instance(), rollout(2)) },
 				cr:   instance(was(available)),
 			},
 			want: want{
 				o:      managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
-				status: status(atProvider(3, 2), conditions(readiness.Condition{Reason: readiness.ReasonDegraded, Message: "2/3 replicas available"})...),
+				status: status(atProvider(3, 2, 3), conditions(readiness.Condition{Reason: readiness.ReasonDegraded, Message: "2/3 replicas available"})...),
+				events: []string{"Warning/Degraded"},
+			},
+		},
+		"ConflictUnlabelled": {
+			reason: "An application's Deployment under the Instance's names is not the Instance's: a conflict naming it, and nothing is written.",
+			args: args{
+				kube: func(t *testing.T) client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					theirDeployment(map[string]string{"app": "shop"})(t, c)
+					return interceptor.NewClient(c, readOnly(t))
+				},
+				cr: instance(),
+			},
+			want: want{
+				err:        conflictUnlabelled,
+				status:     status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict, Message: conflictUnlabelled})...),
+				events:     []string{"Warning/Conflict"},
+				directGets: 3,
+			},
+		},
+		"ConflictOtherInstance": {
+			reason: "Another Instance's Deployment under the same names (two teams picking the same name) is a conflict naming that Instance.",
+			args: args{
+				kube: empty(theirDeployment(map[string]string{v1alpha1.LabelInstanceUID: "other-uid"}), func(t *testing.T, c client.Client) {
+					edit("someone", func(d *appsv1.Deployment) {
+						d.Annotations = map[string]string{v1alpha1.AnnotationInstance: "team-b/sessions"}
+					})(t, c)
+				}),
+				cr: instance(),
+			},
+			want: want{
+				err: "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-b/sessions (memcached.example.com/instance-uid=other-uid); set spec.adoptionPolicy: Adopt to take it over",
+				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict,
+					Message: "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-b/sessions (memcached.example.com/instance-uid=other-uid); set spec.adoptionPolicy: Adopt to take it over"})...),
+				events:     []string{"Warning/Conflict"},
+				directGets: 2,
+			},
+		},
+		"Adopt": {
+			reason: "With adoptionPolicy Adopt someone else's Deployment is taken over: it exists and is not up to date until the Instance applied over it.",
+			args: args{
+				kube: empty(theirDeployment(nil)),
+				cr:   instance(func(i *v1alpha1.Instance) { i.Spec.AdoptionPolicy = v1alpha1.AdoptionPolicyAdopt }),
+			},
+			want: want{
+				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
+				diff: []string{"Deployment team-a/sessions: is adopted (spec.adoptionPolicy: Adopt)", "Service team-a/sessions: does not exist"},
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint, Selector: selector}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
+					conditions(readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"})...),
+				directGets: 3,
+			},
+		},
+		"Legacy": {
+			reason: "What an earlier provider applied for these names (one field manager for all, no label) is taken over and migrated, not a conflict.",
+			args:   args{kube: func(t *testing.T) client.Client { return legacyApplied(t, instance(), rollout(3)) }, cr: instance(was(available))},
+			want: want{
+				o:          managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
+				diff:       []string{"Deployment team-a/sessions: moves from field manager memcached-provider to memcached-provider/platform/sessions"},
+				status:     status(atProvider(3, 3, 3), conditions(available)...),
+				directGets: 3,
+			},
+		},
+		"Refused": {
+			reason: "An Instance its config does not allow to place what it asks where it asks is told so by field, and nothing is read.",
+			args: args{
+				kube:     func(t *testing.T) client.Client { return targetCluster(failGet(&appsv1.Deployment{})) },
+				watchErr: errors.New("the watches must not be read"),
+				refused:  field.ErrorList{field.Invalid(field.NewPath("spec", "forProvider", "namespace"), "kube-system", "ClusterProviderConfig default allows only namespace platform")},
+				cr:       instance(),
+			},
+			want: want{
+				err: `invalid spec, nothing was changed: spec.forProvider.namespace: Invalid value: "kube-system": ClusterProviderConfig default allows only namespace platform`,
+				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec,
+					Message: `invalid spec, nothing was changed: spec.forProvider.namespace: Invalid value: "kube-system": ClusterProviderConfig default allows only namespace platform`})...),
+				events: []string{"Warning/InvalidSpec"},
+			},
+		},
+		"Unreachable": {
+			reason: "When the target cannot be observed, an available Instance stops saying so: Available turns False with the error, trimmed.",
+			args: args{
+				kube:     func(t *testing.T) client.Client { return applied(t, instance(), rollout(3)) },
+				watchErr: errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40)),
+				cr:       instance(was(available)),
+			},
+			want: want{
+				err: kube.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error(),
+				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable,
+					Message: kube.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error()})...),
+				events: []string{"Warning/Unreachable"},
+			},
+		},
+		"ObserveOnly": {
+			reason: "An Instance that only observes judges the live Deployment, whoever made it, by its own replicas, and publishes what it runs.",
+			args: args{
+				kube: empty(theirDeployment(nil), func(t *testing.T, c client.Client) { rollout(5)(t, c) }),
+				cr: instance(func(i *v1alpha1.Instance) {
+					i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+				}),
+			},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Replicas: 5, AvailableReplicas: 5, Endpoint: endpoint, Selector: selector}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
+					conditions(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "5/5 replicas available"})...),
+				events:     []string{"Normal/Available"},
+				directGets: 3,
 			},
 		},
 		"InvalidSpec": {
 			reason: "An invalid spec is an error naming field, value and limit, before anything exists.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance(size(9))},
+			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance(size(9))},
 			want: want{
 				err:    invalid,
-				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})...),
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint, Selector: selector}}, conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})...),
+				events: []string{"Warning/InvalidSpec"},
 			},
 		},
 		"InvalidSpecKeepsRunning": {
@@ -394,53 +627,59 @@ func TestObserve(t *testing.T) {
 			},
 			want: want{
 				err: invalid,
-				status: status(atProvider(3, 3),
+				status: status(atProvider(3, 3, 3),
 					conditions(available)[0],
 					conditions(readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: invalid})[1]),
+				events: []string{"Warning/InvalidSpec"},
 			},
 		},
 		"NoNamespace": {
-			reason: "An Instance without a target namespace (the CRD requires one) is an invalid spec; nothing is read.",
+			reason: "An Instance without a target namespace of its own or forProvider's (one made by hand) is an invalid spec; nothing is read.",
 			args: args{
-				kube: func(t *testing.T) client.Client { return cluster(failGet(&appsv1.Deployment{})) },
-				cr:   instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" }),
+				kube:     func(t *testing.T) client.Client { return targetCluster(failGet(&appsv1.Deployment{})) },
+				watchErr: errors.New("the watches must not be read"),
+				cr:       instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace, i.Namespace = "", "" }),
 			},
 			want: want{
 				err: "invalid spec, nothing was changed: spec.forProvider.namespace: Required value: the namespace of the target cluster to run Memcached in",
 				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{
 					Reason: readiness.ReasonInvalidSpec, Message: "invalid spec, nothing was changed: spec.forProvider.namespace: Required value: the namespace of the target cluster to run Memcached in",
 				})...),
+				events: []string{"Warning/InvalidSpec"},
 			},
 		},
 		"Deleting": {
-			reason: "A deleted Instance needs only its names: even an invalid one is reported as existing until its objects are gone.",
+			reason: "A deleted Instance needs only its names: even an invalid one is reported as existing until its own objects are gone.",
 			args:   args{kube: func(t *testing.T) client.Client { return applied(t, instance()) }, cr: instance(size(9), deleted)},
 			want:   want{o: managed.ExternalObservation{ResourceExists: true}, status: status(v1alpha1.InstanceObservation{})},
 		},
-		"DeletingGone": {
-			reason: "Once nothing is left, the managed reconciler can remove its finalizer.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(readOnly(t)) }, cr: instance(deleted)},
+		"DeletingOnlyTheirs": {
+			reason: "Someone else's objects under the names of a deleted Instance are not its to delete: nothing of its own exists.",
+			args:   args{kube: empty(theirDeployment(map[string]string{v1alpha1.LabelInstanceUID: "other-uid"})), cr: instance(deleted)},
 			want:   want{o: managed.ExternalObservation{}, status: status(v1alpha1.InstanceObservation{})},
 		},
-		"GetDeploymentError": {
-			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&appsv1.Deployment{})) }, cr: instance()},
-			want:   want{err: "cannot get Deployment team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
+		"DeletingGone": {
+			reason: "Once nothing is left, the managed reconciler can remove its finalizer.",
+			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance(deleted)},
+			want:   want{o: managed.ExternalObservation{}, status: status(v1alpha1.InstanceObservation{})},
 		},
-		"GetServiceError": {
-			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&corev1.Service{})) }, cr: instance()},
-			want:   want{err: "cannot get Service team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
-		},
-		"GetPodDisruptionBudgetError": {
-			reason: "A failed read names the object.",
-			args:   args{kube: func(t *testing.T) client.Client { return cluster(failGet(&policyv1.PodDisruptionBudget{})) }, cr: instance()},
-			want:   want{err: "cannot get PodDisruptionBudget team-a/sessions: boom", status: status(v1alpha1.InstanceObservation{})},
+		"GetError": {
+			reason: "A failed read names the object and the Instance says it cannot observe.",
+			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(failGet(&corev1.Service{})) }, cr: instance()},
+			want: want{
+				err:        "cannot get Service team-a/sessions: boom",
+				status:     status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable, Message: "cannot get Service team-a/sessions: boom"})...),
+				events:     []string{"Warning/Unreachable"},
+				directGets: 1,
+			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := &External{Kube: tc.args.kube(t), Settings: settings(t)}
+			tg := newTarget(tc.args.kube(t))
+			tg.watchErr = tc.args.watchErr
+			rec := &recorder{}
+			e := &External{Target: tg, Settings: settings(t), Refused: tc.args.refused, Recorder: rec}
 			o, err := e.Observe(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)
@@ -461,6 +700,12 @@ func TestObserve(t *testing.T) {
 					t.Errorf("\n%s\nObserve(...) status: -want, +got:\n%s", tc.reason, diff)
 				}
 			}
+			if diff := cmp.Diff(tc.want.events, rec.reasons); diff != "" {
+				t.Errorf("\n%s\nObserve(...) events: -want, +got:\n%s", tc.reason, diff)
+			}
+			if tg.directGets != tc.want.directGets {
+				t.Errorf("\n%s\nObserve(...) read the target cluster directly %d times, want %d", tc.reason, tg.directGets, tc.want.directGets)
+			}
 		})
 	}
 }
@@ -479,13 +724,23 @@ type applyCall struct {
 	Force        bool
 }
 
-// recordApplies records every apply in calls and lets it through.
+// recordApplies records every apply in calls and lets it through; an applied Deployment
+// comes back with a new generation, as from an API server.
 func recordApplies(calls *[]applyCall) interceptor.Funcs {
 	return interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 		o := (&client.ApplyOptions{}).ApplyOptions(opts)
 		k, _ := obj.(interface{ GetKind() string })
 		*calls = append(*calls, applyCall{Kind: k.GetKind(), FieldManager: o.FieldManager, Force: ptr.Deref(o.Force, false)})
-		return c.Apply(ctx, obj, opts...)
+		if err := c.Apply(ctx, obj, opts...); err != nil {
+			return err
+		}
+		if g, ok := obj.(interface {
+			GetGeneration() int64
+			SetGeneration(int64)
+		}); ok && k.GetKind() == "Deployment" {
+			g.SetGeneration(g.GetGeneration() + 1)
+		}
+		return nil
 	}}
 }
 
@@ -501,11 +756,15 @@ func failApply(kind string) interceptor.Funcs {
 
 // live describes what a target cluster holds under the Instance's names.
 type live struct {
-	Replicas   int32
-	Image      string
-	Service    bool
-	PDB        bool
-	OwnedByUs  bool
+	Replicas int32
+	Image    string
+	Service  bool
+	PDB      bool
+	// Ours: the Deployment is labelled and annotated as the Instance's, and its fields are
+	// the Instance's field manager's, applied.
+	Ours bool
+	// Legacy: an object still carries the field manager of earlier providers.
+	Legacy     bool
 	ForeignPDB bool
 }
 
@@ -515,17 +774,21 @@ func observe(t *testing.T, c client.Client) live {
 	var l live
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, key, d); err == nil {
-		l.Replicas, l.Image, l.OwnedByUs = *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image, ownedByUs(d)
+		l.Replicas, l.Image = *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image
+		l.Ours = d.Labels[v1alpha1.LabelInstanceUID] == uid && d.Annotations[v1alpha1.AnnotationInstance] == "platform/sessions"
 		for _, f := range d.GetManagedFields() {
-			if f.Manager == FieldManager && f.Operation != metav1.ManagedFieldsOperationApply {
-				t.Errorf("the provider's fields were written with %s, not server-side apply", f.Operation)
+			switch {
+			case f.Manager == LegacyFieldManager:
+				l.Legacy = true
+			case f.Manager == "memcached-provider/platform/sessions" && f.Operation != metav1.ManagedFieldsOperationApply:
+				t.Errorf("the Instance's fields were written with %s, not server-side apply", f.Operation)
 			}
 		}
 	}
 	l.Service = c.Get(ctx, key, &corev1.Service{}) == nil
 	pdb := &policyv1.PodDisruptionBudget{}
 	if err := c.Get(ctx, key, pdb); err == nil {
-		l.PDB, l.ForeignPDB = true, !ownedByUs(pdb)
+		l.PDB, l.ForeignPDB = true, pdb.Labels[v1alpha1.LabelInstanceUID] != uid
 	}
 	return l
 }
@@ -533,94 +796,137 @@ func observe(t *testing.T, c client.Client) live {
 func TestCreateAndUpdate(t *testing.T) {
 	ctx := context.Background()
 	details := managed.ConnectionDetails(render.ConnectionDetails(memcached(t)))
+	manager := "memcached-provider/platform/sessions"
 	everything := []applyCall{
-		{Kind: "Deployment", FieldManager: FieldManager, Force: true},
-		{Kind: "Service", FieldManager: FieldManager, Force: true},
-		{Kind: "PodDisruptionBudget", FieldManager: FieldManager, Force: true},
+		{Kind: "Deployment", FieldManager: manager, Force: true},
+		{Kind: "Service", FieldManager: manager, Force: true},
+		{Kind: "PodDisruptionBudget", FieldManager: manager, Force: true},
 	}
 	noPDB := everything[:2]
 	image := resolve.DefaultImage
+	ours := live{Replicas: 3, Image: image, Service: true, PDB: true, Ours: true}
 
 	type args struct {
-		kube  func(t *testing.T, funcs interceptor.Funcs) client.Client
-		funcs interceptor.Funcs
-		cr    *v1alpha1.Instance
+		kube    func(t *testing.T, funcs interceptor.Funcs) client.Client
+		cr      *v1alpha1.Instance
+		observe bool
 	}
 	type want struct {
-		details managed.ConnectionDetails
-		err     string
-		applies []applyCall
-		live    live
+		details   managed.ConnectionDetails
+		err       string
+		applies   []applyCall
+		live      live
+		available *readiness.Condition
 	}
-	empty := func(_ *testing.T, funcs interceptor.Funcs) client.Client { return cluster(funcs) }
+	fresh := func(_ *testing.T, funcs interceptor.Funcs) client.Client { return targetCluster(funcs) }
+	with := func(c client.WithWatch, funcs interceptor.Funcs) client.Client {
+		return interceptor.NewClient(c, funcs)
+	}
 	cases := map[string]struct {
 		reason string
 		args   args
 		want   want
 	}{
 		"Create": {
-			reason: "Create server-side applies every object with the provider's field manager and force, and returns the connection details.",
-			args:   args{kube: empty, cr: instance()},
-			want:   want{details: details, applies: everything, live: live{Replicas: 3, Image: image, Service: true, PDB: true, OwnedByUs: true}},
+			reason: "Create server-side applies every object with the Instance's own field manager and force, labelled and annotated as the Instance's, and returns the connection details.",
+			args:   args{kube: fresh, cr: instance()},
+			want:   want{details: details, applies: everything, live: ours, available: &readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"}},
 		},
 		"CreateSingleReplica": {
 			reason: "A single replica gets no PodDisruptionBudget.",
-			args:   args{kube: empty, cr: instance(size(1))},
-			want:   want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true}},
+			args:   args{kube: fresh, cr: instance(size(1))},
+			want:   want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, Ours: true}, available: &readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/1 replicas available"}},
 		},
 		"UpdateTakesBackDrift": {
-			reason: "Update forces the provider's values back over fields changed by hand.",
+			reason: "Update forces the Instance's values back over fields changed by hand.",
 			args: args{
 				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
-					c := applied(t, instance(), edit("kubectl-edit", func(d *appsv1.Deployment) {
+					return with(applied(t, instance(), edit("kubectl-edit", func(d *appsv1.Deployment) {
 						d.Spec.Replicas = ptr.To[int32](5)
 						d.Spec.Template.Spec.Containers[0].Image = "memcached:1.5"
-					}))
-					return interceptor.NewClient(c, funcs)
+					})), funcs)
 				},
-				cr: instance(),
+				cr: instance(), observe: true,
 			},
-			want: want{details: details, applies: everything, live: live{Replicas: 3, Image: image, Service: true, PDB: true, OwnedByUs: true}},
+			want: want{details: details, applies: everything, live: ours},
+		},
+		"ProgressingFromWhatTheApplyReturned": {
+			reason: "A change just applied to an available Memcached is Progressing, judged on the Deployment the apply returned, not Available with the old Deployment's numbers.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					return with(applied(t, instance(), rollout(3)), funcs)
+				},
+				cr: instance(was(available), func(i *v1alpha1.Instance) { i.Spec.ForProvider.Threads = ptr.To[int32](8) }), observe: true,
+			},
+			want: want{details: details, applies: everything, live: ours, available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/3 replicas available"}},
+		},
+		"ResizingFromWhatTheApplyReturned": {
+			reason: "A remote resize reads like a local one: once applied, rolling out until the Deployment controller has seen the new size, with the replicas available now.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					return with(applied(t, instance(), rollout(3)), funcs)
+				},
+				cr: instance(was(available), size(2)), observe: true,
+			},
+			want: want{details: details, applies: everything, live: live{Replicas: 2, Image: image, Service: true, PDB: true, Ours: true},
+				available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/2 replicas available"}},
 		},
 		"UpdateRemovesStalePDB": {
-			reason: "Resizing to one replica removes the provider's PodDisruptionBudget.",
+			reason: "Resizing to one replica removes the Instance's PodDisruptionBudget.",
 			args: args{
-				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
-					return interceptor.NewClient(applied(t, instance()), funcs)
-				},
-				cr: instance(size(1)),
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client { return with(applied(t, instance()), funcs) },
+				cr:   instance(size(1)), observe: true,
 			},
-			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true}},
+			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, Ours: true}},
 		},
 		"UpdateKeepsForeignPDB": {
-			reason: "A PodDisruptionBudget the provider never applied is not the provider's to delete.",
+			reason: "A PodDisruptionBudget that is not the Instance's is not the Instance's to delete.",
 			args: args{
 				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
-					pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-					return cluster(funcs, pdb)
+					c := applied(t, instance(size(1)))
+					someone(nil, func(*policyv1.PodDisruptionBudget) {})(t, c)
+					return with(c, funcs)
 				},
-				cr: instance(size(1)),
+				cr: instance(size(1)), observe: true,
 			},
-			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, OwnedByUs: true, PDB: true, ForeignPDB: true}},
+			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, Ours: true, PDB: true, ForeignPDB: true}},
+		},
+		"Migrates": {
+			reason: "Objects an earlier provider applied move to the Instance's own field manager and get its label: no field is left to the old manager.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					return with(legacyApplied(t, instance()), funcs)
+				},
+				cr: instance(), observe: true,
+			},
+			want: want{details: details, applies: everything, live: ours},
+		},
+		"Adopts": {
+			reason: "With adoptionPolicy Adopt an application's Deployment is taken over: labelled as the Instance's and applied over.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					theirDeployment(nil)(t, c)
+					return with(c, funcs)
+				},
+				cr: instance(func(i *v1alpha1.Instance) { i.Spec.AdoptionPolicy = v1alpha1.AdoptionPolicyAdopt }), observe: true,
+			},
+			want: want{details: details, applies: everything, live: ours},
 		},
 		"InvalidSpec": {
 			reason: "Create and Update refuse an invalid spec on their own, applying nothing.",
-			args:   args{kube: empty, cr: instance(size(9))},
+			args:   args{kube: fresh, cr: instance(size(9))},
 			want:   want{err: "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"},
 		},
 		"ApplyError": {
 			reason: "A failed apply names the object.",
 			args: args{
 				kube: func(_ *testing.T, funcs interceptor.Funcs) client.Client {
-					return interceptor.NewClient(cluster(failApply("Service")), funcs)
+					return with(targetCluster(failApply("Service")), funcs)
 				},
 				cr: instance(),
 			},
-			want: want{
-				err:     "cannot apply Service team-a/sessions: boom",
-				applies: everything[:2],
-				live:    live{Replicas: 3, Image: image, OwnedByUs: true},
-			},
+			want: want{err: "cannot apply Service team-a/sessions: boom", applies: everything[:2], live: live{Replicas: 3, Image: image, Ours: true}},
 		},
 	}
 	for name, tc := range cases {
@@ -628,16 +934,23 @@ func TestCreateAndUpdate(t *testing.T) {
 			t.Run(name+"/"+op, func(t *testing.T) {
 				var calls []applyCall
 				c := tc.args.kube(t, recordApplies(&calls))
-				e := &External{Kube: c, Settings: settings(t)}
+				e := &External{Target: newTarget(c), Settings: settings(t)}
+				cr := tc.args.cr.DeepCopy()
+				if tc.args.observe {
+					if _, err := e.Observe(ctx, cr); err != nil {
+						t.Fatalf("Observe(...): %v", err)
+					}
+					calls = nil
+				}
 				var cd managed.ConnectionDetails
 				var err error
 				if op == "Create" {
 					var got managed.ExternalCreation
-					got, err = e.Create(ctx, tc.args.cr)
+					got, err = e.Create(ctx, cr)
 					cd = got.ConnectionDetails
 				} else {
 					var got managed.ExternalUpdate
-					got, err = e.Update(ctx, tc.args.cr)
+					got, err = e.Update(ctx, cr)
 					cd = got.ConnectionDetails
 				}
 				if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
@@ -651,6 +964,12 @@ func TestCreateAndUpdate(t *testing.T) {
 				}
 				if diff := cmp.Diff(tc.want.live, observe(t, c)); diff != "" {
 					t.Errorf("\n%s\n%s(...): -want in the target cluster, +got:\n%s", tc.reason, op, diff)
+				}
+				if a := tc.want.available; a != nil {
+					got := cr.GetCondition(v1alpha1.TypeAvailable)
+					if diff := cmp.Diff(*a, readiness.Condition{Available: got.Status == corev1.ConditionTrue, Reason: string(got.Reason), Message: got.Message}); diff != "" {
+						t.Errorf("\n%s\n%s(...): -want Available, +got:\n%s", tc.reason, op, diff)
+					}
 				}
 			})
 		}
@@ -676,11 +995,30 @@ func TestCreatedIsUpToDate(t *testing.T) {
 	for name, i := range shapes {
 		t.Run(name, func(t *testing.T) {
 			c := applied(t, i, apiServerDefaults)
-			o, err := (&External{Kube: c, Settings: settings(t)}).Observe(context.Background(), i)
+			o, err := (&External{Target: newTarget(c), Settings: settings(t)}).Observe(context.Background(), i)
 			if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
 				t.Errorf("Observe(...) after Create(...) = exists %v, up to date %v, %v; want true, true, nil. Diff:\n%s", o.ResourceExists, o.ResourceUpToDate, err, o.Diff)
 			}
 		})
+	}
+}
+
+func TestTwoInstancesNeverShareFields(t *testing.T) {
+	// Two Instances that place a Memcached under the same names (two control-plane
+	// namespaces, one target namespace) never take each other's objects for their own: the
+	// second one's Observe reports a conflict and its Update, were it called, would not run.
+	c := applied(t, instance(), rollout(3))
+	other := instance(func(i *v1alpha1.Instance) { i.Namespace, i.UID = "team-b", "other-uid" })
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	_, err := e.Observe(context.Background(), other)
+	want := "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over; " +
+		"Service team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over; " +
+		"PodDisruptionBudget team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over"
+	if diff := cmp.Diff(want, errString(err)); diff != "" {
+		t.Errorf("Observe(...) of the second Instance: -want error, +got:\n%s", diff)
+	}
+	if got := observe(t, c); !got.Ours {
+		t.Errorf("the first Instance's Deployment is no longer its own: %+v", got)
 	}
 }
 
@@ -700,7 +1038,7 @@ func TestDelete(t *testing.T) {
 		want   want
 	}{
 		"DeletesEverything": {
-			reason: "Delete removes the Deployment, Service and PodDisruptionBudget.",
+			reason: "Delete removes the Instance's Deployment, Service and PodDisruptionBudget.",
 			args:   args{kube: applied(t, instance()), cr: instance(deleted)},
 			want:   want{},
 		},
@@ -709,14 +1047,21 @@ func TestDelete(t *testing.T) {
 			args:   args{kube: applied(t, instance()), cr: instance(size(9), deleted)},
 			want:   want{},
 		},
+		"OnlyItsOwn": {
+			reason: "What is not the Instance's stays: an application's Deployment under its names, an earlier provider's Service not yet migrated.",
+			args: args{
+				kube: func() client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					theirDeployment(nil)(t, c)
+					return c
+				}(),
+				cr: instance(deleted),
+			},
+			want: want{live: live{Replicas: 5, Image: "memcached:1.5"}},
+		},
 		"AlreadyGone": {
 			reason: "What is already gone is fine: Delete is idempotent.",
-			args:   args{kube: cluster(interceptor.Funcs{}), cr: instance(deleted)},
-			want:   want{},
-		},
-		"NoNamespace": {
-			reason: "Without a namespace nothing was ever created.",
-			args:   args{kube: cluster(interceptor.Funcs{}), cr: instance(deleted, func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = "" })},
+			args:   args{kube: targetCluster(interceptor.Funcs{}), cr: instance(deleted)},
 			want:   want{},
 		},
 		"DeleteError": {
@@ -732,12 +1077,17 @@ func TestDelete(t *testing.T) {
 				}),
 				cr: instance(deleted),
 			},
-			want: want{err: "cannot delete Service team-a/sessions: boom", live: live{Service: true, PDB: true}},
+			want: want{err: "cannot delete Service team-a/sessions: boom", live: live{Service: true}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := (&External{Kube: tc.args.kube, Settings: settings(t)}).Delete(ctx, tc.args.cr)
+			tg := newTarget(tc.args.kube)
+			e := &External{Target: tg, Settings: settings(t)}
+			if _, err := e.Observe(ctx, tc.args.cr); err != nil {
+				t.Fatalf("Observe(...): %v", err)
+			}
+			_, err := e.Delete(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nDelete(...): -want error, +got error:\n%s", tc.reason, diff)
 			}
@@ -748,33 +1098,47 @@ func TestDelete(t *testing.T) {
 	}
 }
 
-func TestDeleteStalePDBErrors(t *testing.T) {
-	// Update removes a PodDisruptionBudget only after reading it; both steps report failures.
-	cases := map[string]struct {
-		reason string
-		funcs  interceptor.Funcs
-		want   string
-	}{
-		"GetError": {
-			reason: "A failed read names the budget.",
-			funcs:  failGet(&policyv1.PodDisruptionBudget{}),
-			want:   "cannot get PodDisruptionBudget team-a/sessions: boom",
-		},
-		"DeleteError": {
-			reason: "A failed delete names the budget.",
-			funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
-				return errBoom
-			}},
-			want: "cannot delete PodDisruptionBudget team-a/sessions: boom",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := interceptor.NewClient(applied(t, instance()), tc.funcs)
-			_, err := (&External{Kube: c, Settings: settings(t)}).Update(context.Background(), instance(size(1)))
-			if diff := cmp.Diff(tc.want, errString(err)); diff != "" {
-				t.Errorf("\n%s\nUpdate(...): -want error, +got error:\n%s", tc.reason, diff)
+func TestDeletePreconditions(t *testing.T) {
+	// Every delete names the UID of the object Observe judged the Instance's, so that an
+	// object replaced meanwhile by someone else's under the same name is never deleted.
+	var uids []types.UID
+	c := interceptor.NewClient(applied(t, instance()), interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			o := &client.DeleteOptions{}
+			o.ApplyOptions(opts)
+			if o.Preconditions == nil || o.Preconditions.UID == nil || *o.Preconditions.UID != obj.GetUID() {
+				t.Errorf("Delete(%T) without a precondition on its UID %q: %+v", obj, obj.GetUID(), o.Preconditions)
+			} else {
+				uids = append(uids, *o.Preconditions.UID)
 			}
-		})
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	if _, err := e.Observe(context.Background(), instance(deleted)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Delete(context.Background(), instance(deleted)); err != nil {
+		t.Fatal(err)
+	}
+	if len(uids) != 3 {
+		t.Errorf("Delete(...) deleted %d objects with a UID precondition, want 3", len(uids))
+	}
+}
+
+func TestStalePDBErrors(t *testing.T) {
+	// Update removes the Instance's PodDisruptionBudget after a resize to one replica and
+	// reports a failure to.
+	c := interceptor.NewClient(applied(t, instance()), interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+		return errBoom
+	}})
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	cr := instance(size(1))
+	if _, err := e.Observe(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.Update(context.Background(), cr)
+	if diff := cmp.Diff("cannot delete PodDisruptionBudget team-a/sessions: boom", errString(err)); diff != "" {
+		t.Errorf("Update(...): -want error, +got error:\n%s", diff)
 	}
 }

@@ -1,9 +1,16 @@
 // Package instance is the Instance controller: crossplane-runtime's managed reconciler
 // around an external client whose "external system" is another Kubernetes cluster. It
-// resolves an Instance like the composition function resolves a claim, renders the same
-// Deployment, Service and PodDisruptionBudget with package render, server-side applies them
-// to the target cluster and judges them with package readiness, so a Memcached looks and
-// reports the same whichever way it was asked for.
+// resolves an Instance like the composition function resolves a claim (with the platform's
+// policy, read from the Composition that carries it), renders the same Deployment, Service
+// and PodDisruptionBudget with package render, server-side applies them to the target
+// cluster and judges them with package readiness, so a Memcached looks and reports the same
+// whichever way it was asked for.
+//
+// It is built to share target clusters between many teams: it only ever applies over or
+// deletes objects labelled with the Instance's UID (or adopted on request), each Instance
+// applies with a field manager of its own, a ClusterProviderConfig serves only the
+// namespaces and target namespaces it allows, and the connections to target clusters are
+// shared and watched (package cluster) so that an idle provider sends nothing per Instance.
 //
 // The managed reconciler decides when to create, update and delete (and honours
 // managementPolicies: without Delete, deleting the Instance leaves everything running);
@@ -12,54 +19,99 @@ package instance
 
 import (
 	"context"
+	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/clients/cluster"
 	"github.com/example/function-memcached/internal/clients/kube"
+	"github.com/example/function-memcached/remote"
 	"github.com/example/function-memcached/resolve"
 )
 
-// FieldManager owns, in target clusters, every field the provider applies. Observe compares
-// only the fields this manager owns, so fields that the API server defaults or that other
-// controllers add never look like drift, while a field someone else changed (and so took
-// from this manager) does.
-const FieldManager = "memcached-provider"
+// Timeouts of the provider's requests to target clusters.
+const (
+	// RequestTimeout bounds each read, apply and delete.
+	RequestTimeout = 10 * time.Second
+	// SyncTimeout bounds the first listing of a target namespace's watches.
+	SyncTimeout = 10 * time.Second
+	// controlPlaneTimeout bounds the wait for the provider's caches of Compositions and
+	// namespaces in the control plane, which never fill when the provider may not read them.
+	controlPlaneTimeout = 10 * time.Second
+)
 
-// Setup adds the Instance controller to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options) error {
+// Setup adds the Instance controller to mgr. namespace is the provider's own namespace in the
+// control plane.
+func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 	name := managed.ControllerName(v1alpha1.InstanceGroupKind)
 
-	// The provider's built-in policy, the function's defaults without an Input. It cannot
-	// fail: the defaults are valid by construction, and resolve's tests say so.
-	settings, err := resolve.NewSettings(nil)
-	if err != nil {
-		return errors.Wrap(err, "cannot build the default Memcached policy")
+	// Watches of target clusters and changed credentials wake Instances through this channel.
+	wake := make(chan ctrlevent.GenericEvent, 1024)
+	clusters := cluster.NewClusters(cluster.Options{
+		RequestTimeout: RequestTimeout,
+		WatchTimeout:   o.PollInterval,
+		SyncTimeout:    SyncTimeout,
+		Wake: func(n types.NamespacedName) {
+			i := &v1alpha1.Instance{}
+			i.SetNamespace(n.Namespace)
+			i.SetName(n.Name)
+			wake <- ctrlevent.GenericEvent{Object: i}
+		},
+	})
+	if err := watchSecrets(mgr, clusters); err != nil {
+		return err
 	}
 
+	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder still takes the legacy events API.
 	opts := append(ReconcilerOptions(&Connector{
-		Kube:      mgr.GetClient(),
-		Usage:     resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
-		Identity:  mgr.GetConfig(),
-		NewClient: kube.New,
-		Settings:  settings,
+		Kube:     mgr.GetClient(),
+		Metadata: mgr.GetCache(),
+		Usage:    resource.NewProviderConfigUsageTracker(mgr.GetClient(), &v1alpha1.ProviderConfigUsage{}),
+		Identity: mgr.GetConfig(),
+		Clusters: func(k cluster.Key, version string, secret types.NamespacedName, config func() (*rest.Config, error)) (Target, error) {
+			c, err := clusters.Get(k, version, secret, config)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+		Drop:        clusters.Drop,
+		Policy:      &Policy{Kube: mgr.GetCache()},
+		Tenancy:     Tenancy{Metadata: mgr.GetCache(), ControlPlaneNamespaces: []string{namespace}},
+		Recorder:    recorder,
+		Transitions: NewTransitions(),
+		Drifts:      NewDrifts(),
 	}, o.PollInterval),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime's recorder still takes the legacy events API.
+		managed.WithRecorder(recorder),
 	)
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
@@ -71,13 +123,47 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		}
 	}
 
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind), opts...)
+	r := managed.NewReconciler(withClient{Manager: mgr, client: NewUnchangedStatus(mgr.GetClient())}, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind), opts...)
+	co := o.ForControllerRuntime()
+	co.RateLimiter = NewBackoff(time.Second, o.PollInterval)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
-		WithEventFilter(resource.DesiredStateChanged()).
-		For(&v1alpha1.Instance{}).
+		WithOptions(co).
+		For(&v1alpha1.Instance{}, builder.WithPredicates(resource.DesiredStateChanged())).
+		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+}
+
+// watchSecrets wakes the Instances whose connection was made from a Secret that changed or
+// went, so that rotated credentials take effect, and deleted ones show, at once. Only the
+// Secrets' metadata is watched: the provider reads a Secret's data once per version. The
+// watch starts with the manager, whose cache it uses.
+func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters) error {
+	return errors.Wrap(mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		inf, err := mgr.GetCache().GetInformer(ctx, m)
+		if err != nil {
+			return errors.Wrap(err, "cannot watch Secrets")
+		}
+		changed := func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if s, ok := o.(client.Object); ok {
+				clusters.SecretChanged(types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()})
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    changed,
+			UpdateFunc: func(_, o any) { changed(o) },
+			DeleteFunc: changed,
+		}); err != nil {
+			return errors.Wrap(err, "cannot watch Secrets")
+		}
+		<-ctx.Done()
+		return nil
+	})), "cannot watch Secrets")
 }
 
 // ReconcilerOptions are how the Instance controller uses crossplane-runtime's managed
@@ -98,45 +184,109 @@ func ReconcilerOptions(c *Connector, poll time.Duration) []managed.ReconcilerOpt
 		// The target is a Kubernetes API server: what Create applied is readable at once,
 		// so there is no eventual consistency to wait out (and applying again is harmless).
 		managed.WithCreationGracePeriod(0),
-		// The provider does not watch target clusters: it learns that a rollout finished
-		// only by polling. Poll soon while the Instance is not Available, or a new or
-		// resized Memcached would report Creating or Resizing for a whole poll interval.
+		// The provider watches what it owns in target clusters, so a rollout's progress and
+		// changes made by hand wake the Instance: polling is only the safety net, jittered
+		// so that Instances created together do not poll together.
 		managed.WithPollIntervalHook(PollInterval),
 	}
 }
 
-// UnavailablePoll is how soon an Instance that is not Available (Creating, Resizing,
-// Progressing, Degraded) is checked again, when the poll interval is longer.
-const UnavailablePoll = 5 * time.Second
+// PollInterval is the managed reconciler's poll interval hook: the poll interval, less up
+// to a tenth at random. It is never longer than --poll.
+func PollInterval(_ resource.Managed, poll time.Duration) time.Duration {
+	return poll - time.Duration(rand.Int64N(int64(poll)/10+1))
+}
 
-// PollInterval is the managed reconciler's poll interval hook: poll for an Instance whose
-// Ready condition is True, at most UnavailablePoll for any other.
-func PollInterval(mg resource.Managed, poll time.Duration) time.Duration {
-	if mg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
-		return poll
+// Backoff is the Instance controller's rate limiter for reconciles that failed (the
+// target cluster cannot be reached, an apply failed): exponential from base, with jitter (a
+// delay between half and all of the exponential one) so that Instances failing together do
+// not retry together, capped at max (--poll). A success forgets an Instance's failures.
+type Backoff struct {
+	base, max time.Duration
+
+	mu       sync.Mutex
+	failures map[reconcile.Request]int
+}
+
+var _ workqueue.TypedRateLimiter[reconcile.Request] = &Backoff{}
+
+// NewBackoff returns a Backoff from base to max.
+func NewBackoff(base, max time.Duration) *Backoff {
+	return &Backoff{base: base, max: max, failures: map[reconcile.Request]int{}}
+}
+
+// When returns how long to wait before retrying r, counting one more failure.
+func (b *Backoff) When(r reconcile.Request) time.Duration {
+	b.mu.Lock()
+	n := b.failures[r]
+	b.failures[r] = n + 1
+	b.mu.Unlock()
+	d := b.max
+	if n < 32 && b.base<<n < b.max {
+		d = b.base << n
 	}
-	return min(poll, UnavailablePoll)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// Forget forgets r's failures.
+func (b *Backoff) Forget(r reconcile.Request) {
+	b.mu.Lock()
+	delete(b.failures, r)
+	b.mu.Unlock()
+}
+
+// NumRequeues is how many times r failed in a row.
+func (b *Backoff) NumRequeues(r reconcile.Request) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures[r]
+}
+
+// A Target is what an Instance needs of its target cluster; *cluster.Cluster is one.
+type Target interface {
+	// Client writes to the target cluster, and reads what the watches do not hold.
+	Client() client.Client
+	// Watched reads what the provider owns in namespace from watches, registering instance
+	// to be woken by changes; it fails while the namespace cannot be observed.
+	Watched(ctx context.Context, namespace string, instance types.NamespacedName) (client.Reader, error)
+	// Forget stops waking instance for namespace.
+	Forget(namespace string, instance types.NamespacedName)
 }
 
 // A Connector connects an Instance to its target cluster. Its fields are its dependencies,
 // so that tests can replace each one.
 type Connector struct {
-	// Kube reads (Cluster)ProviderConfigs and credential Secrets in the control plane.
+	// Kube reads (Cluster)ProviderConfigs, from a cache, and credential Secrets, directly.
 	Kube client.Client
+	// Metadata reads Secrets' versions, from a cache of their metadata.
+	Metadata client.Reader
 	// Usage records that an Instance uses its ProviderConfig, before the config is read, so
 	// that a config in use cannot be deleted.
 	Usage resource.ModernTracker
 	// Identity is the provider's own configuration, for InjectedIdentity.
 	Identity *rest.Config
-	// NewClient makes a client of a target cluster.
-	NewClient func(*rest.Config) (client.Client, error)
-	// Settings are the defaults and limits Instances are resolved with.
-	Settings resolve.Settings
+	// Clusters returns the connection of a config with credentials of a version, making it
+	// from config() when there is none (cluster.Clusters.Get).
+	Clusters func(k cluster.Key, version string, secret types.NamespacedName, config func() (*rest.Config, error)) (Target, error)
+	// Drop forgets the connection of a config whose credentials are gone.
+	Drop func(k cluster.Key)
+	// Policy is the platform's policy for Instances.
+	Policy PolicySource
+	// Tenancy decides who may place what where.
+	Tenancy Tenancy
+	// Recorder records events on Instances.
+	Recorder event.Recorder
+	// Transitions remember what each Instance last reported.
+	Transitions *Transitions
+	// Drifts remember the drift each Instance was last judged to have.
+	Drifts *Drifts
 }
 
-// Connect tracks the Instance's use of its ProviderConfig, reads the config's credentials
-// and returns an external client of the target cluster. It does not contact the target
-// cluster: the first request is Observe's.
+// Connect tracks the Instance's use of its ProviderConfig, reads the config and returns an
+// external client of the target cluster, through the connection shared by every Instance of
+// that config. It contacts the target cluster only to make a new connection's first watches
+// of the Instance's namespace (in Observe). When the provider cannot connect, the Instance's
+// Available condition says so.
 func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed.TypedExternalClient[*v1alpha1.Instance], error) {
 	if cr.GroupVersionKind().Empty() {
 		// The usage records the Instance's kind, which a typed object read from an API
@@ -146,17 +296,59 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 	if err := c.Usage.Track(ctx, cr); err != nil {
 		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 	}
-	creds, err := kube.CredentialsFor(ctx, c.Kube, cr.GetNamespace(), cr.GetProviderConfigReference())
+	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts}
+	ref := cr.GetProviderConfigReference()
+	cfg, err := kube.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {
+		return nil, e.unreachable(cr, err)
+	}
+	if e.Target, err = c.target(ctx, cr, ref, cfg); err != nil {
+		return nil, e.unreachable(cr, err)
+	}
+	if meta.WasDeleted(cr) {
+		// Deleting needs the names only, and deletes only what is the Instance's own: no
+		// policy or placement rule that changed since could make that unsafe.
+		return e, nil
+	}
+	// The policy and namespaces are read from caches that never fill when the provider may
+	// not read them: bound the wait, so that the error says so instead of the reconcile
+	// timing out.
+	pctx, cancel := context.WithTimeout(ctx, controlPlaneTimeout)
+	defer cancel()
+	if e.Settings, err = c.Policy.Settings(pctx); err != nil {
 		return nil, err
 	}
-	rc, err := kube.RESTConfig(ctx, c.Kube, c.Identity, creds)
+	_, target := remote.Target(cr)
+	e.Refused, err = c.Tenancy.Admit(pctx, cr, ref, cfg, target, e.Settings)
+	return e, err
+}
+
+// target returns the connection of the Instance's config, reading the credentials' version
+// from metadata and their data only when the version is new.
+func (c *Connector) target(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kube.Config) (Target, error) {
+	k := cluster.Key{Kind: ref.Kind, Name: ref.Name}
+	if ref.Kind == v1alpha1.ProviderConfigKind {
+		k.Namespace = cr.GetNamespace()
+	}
+	mctx, cancel := context.WithTimeout(ctx, controlPlaneTimeout)
+	defer cancel()
+	version, err := cfg.Version(mctx, c.Metadata)
 	if err != nil {
+		if kerrors.IsNotFound(err) {
+			c.Drop(k)
+		}
 		return nil, err
 	}
-	k, err := c.NewClient(rc)
-	if err != nil {
-		return nil, err
+	var secret types.NamespacedName
+	if s := cfg.SecretRef; s != nil && cfg.Source == xpv2.CredentialsSourceSecret {
+		secret = types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	}
-	return &External{Kube: k, Settings: c.Settings}, nil
+	return c.Clusters(k, version, secret, func() (*rest.Config, error) {
+		return kube.RESTConfig(ctx, c.Kube, c.Identity, cfg.Credentials)
+	})
+}
+
+// A PolicySource returns the defaults and limits Instances are resolved with; *Policy is one.
+type PolicySource interface {
+	Settings(ctx context.Context) (resolve.Settings, error)
 }

@@ -28,11 +28,30 @@ import (
 	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/internal/clients/kube"
+	"github.com/example/function-memcached/input/v1beta1"
+	"github.com/example/function-memcached/internal/clients/cluster"
+	"github.com/example/function-memcached/readiness"
+	"github.com/example/function-memcached/remote"
+	"github.com/example/function-memcached/resolve"
 )
 
 const kubeconfig = `apiVersion: v1
+kind: Config
+current-context: target
+contexts:
+- name: target
+  context: {cluster: target, user: admin}
+clusters:
+- name: target
+  cluster: {server: 'https://target.example.com:6443', certificate-authority-data: Y2E=}
+users:
+- name: admin
+  user: {token: s3cr3t}
+`
+
+const insecureKubeconfig = `apiVersion: v1
 kind: Config
 current-context: target
 contexts:
@@ -59,13 +78,63 @@ func controlPlane(t *testing.T, objs ...client.Object) client.WithWatch {
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Instance{}).Build()
 }
 
-func clusterProviderConfig(source xpv2.CredentialsSource) *v1alpha1.ClusterProviderConfig {
+// clusterProviderConfig is the ClusterProviderConfig default, which lets Instances place
+// objects in team-a (where every Instance of these tests runs its Memcached) beside their
+// own namespace, changed by mods.
+func clusterProviderConfig(source xpv2.CredentialsSource, mods ...func(*v1alpha1.ClusterProviderConfig)) *v1alpha1.ClusterProviderConfig {
 	pc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	pc.Spec.Credentials.Source = source
+	pc.Spec.Placement.AllowedNamespaces = []string{"team-a"}
+	for _, m := range mods {
+		m(pc)
+	}
 	if source == xpv2.CredentialsSourceSecret {
 		pc.Spec.Credentials.SecretRef = &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Namespace: "crossplane-system", Name: "target"}, Key: "kubeconfig"}
 	}
 	return pc
+}
+
+// namespace is a control-plane namespace with labels.
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// policy is a PolicySource of fixed settings, or of an error.
+type policy struct {
+	s   resolve.Settings
+	err error
+}
+
+func (p policy) Settings(context.Context) (resolve.Settings, error) { return p.s, p.err }
+
+// connector is the Connector as Setup builds it, over a fake control plane whose objects are
+// cp's, reaching the target cluster tg (recording the host of the configuration it was
+// made from) under policy s.
+func connector(t *testing.T, cp client.Client, tg Target, s PolicySource, host *string, dropped *[]cluster.Key) *Connector {
+	t.Helper()
+	return &Connector{
+		Kube:     cp,
+		Metadata: cp,
+		Usage:    resource.NewProviderConfigUsageTracker(cp, &v1alpha1.ProviderConfigUsage{}),
+		Identity: &rest.Config{Host: "https://control-plane:443"},
+		Clusters: func(_ cluster.Key, _ string, _ types.NamespacedName, config func() (*rest.Config, error)) (Target, error) {
+			rc, err := config()
+			if err != nil {
+				return nil, err
+			}
+			if host != nil {
+				*host = rc.Host
+			}
+			return tg, nil
+		},
+		Drop: func(k cluster.Key) {
+			if dropped != nil {
+				*dropped = append(*dropped, k)
+			}
+		},
+		Policy:  s,
+		Tenancy: Tenancy{Metadata: cp, ControlPlaneNamespaces: []string{"crossplane-system"}},
+	}
 }
 
 func credentials(namespace, kubeconfig string) *corev1.Secret {
@@ -94,22 +163,55 @@ func usages(t *testing.T, c client.Client) []xpv2.ProviderConfigReference {
 }
 
 func TestConnect(t *testing.T) {
-	identity := &rest.Config{Host: "https://control-plane:443"}
 	byRef := func(ref xpv2.ProviderConfigReference) func(*v1alpha1.Instance) {
 		return func(i *v1alpha1.Instance) { i.Spec.ProviderConfigReference = &ref }
 	}
 	defaultRef := byRef(xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"})
+	edgeRef := byRef(xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "edge"})
+	inNamespace := func(ns string) func(*v1alpha1.Instance) {
+		return func(i *v1alpha1.Instance) { i.Spec.ForProvider.Namespace = ns }
+	}
+	edge := &v1alpha1.ProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "edge"},
+		Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.ProviderCredentials{
+			Source:    xpv2.CredentialsSourceSecret,
+			SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "target"}, Key: "kubeconfig"},
+		}},
+	}
+	selecting := func(labels map[string]string) func(*v1alpha1.ClusterProviderConfig) {
+		return func(pc *v1alpha1.ClusterProviderConfig) {
+			pc.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: labels}
+		}
+	}
+	allowing := func(ns ...string) func(*v1alpha1.ClusterProviderConfig) {
+		return func(pc *v1alpha1.ClusterProviderConfig) { pc.Spec.Placement.AllowedNamespaces = ns }
+	}
+	only := func(refs ...cachev1alpha1.ProviderConfigReference) policy {
+		s, err := resolve.NewSettings(&v1beta1.Input{Policy: v1beta1.Policy{AllowedProviderConfigs: refs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return policy{s: s}
+	}
+	defaultPolicy := policy{s: settings(t)}
+	unreachable := func(msg string) *xpv2.Condition {
+		_, a := remote.Conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable, Message: msg}, 2)
+		return &a
+	}
 
 	type args struct {
-		objs      []client.Object
-		usage     resource.ModernTracker
-		newClient error
-		cr        *v1alpha1.Instance
+		objs   []client.Object
+		usage  resource.ModernTracker
+		policy PolicySource
+		cr     *v1alpha1.Instance
 	}
 	type want struct {
-		host   string
-		err    string
-		usages []xpv2.ProviderConfigReference
+		host      string
+		err       string
+		refused   []string
+		usages    []xpv2.ProviderConfigReference
+		dropped   []cluster.Key
+		available *xpv2.Condition
 	}
 	cases := map[string]struct {
 		reason string
@@ -125,56 +227,126 @@ func TestConnect(t *testing.T) {
 			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"ProviderConfigSecret": {
-			reason: "A namespaced ProviderConfig reads its Secret from the Instance's namespace.",
-			args: args{
-				objs: []client.Object{
-					&v1alpha1.ProviderConfig{
-						ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "edge"},
-						Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.ProviderCredentials{
-							Source:    xpv2.CredentialsSourceSecret,
-							SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "target"}, Key: "kubeconfig"},
-						}},
-					},
-					credentials("platform", kubeconfig),
-				},
-				cr: instance(byRef(xpv2.ProviderConfigReference{Kind: v1alpha1.ProviderConfigKind, Name: "edge"})),
+			reason: "A namespaced ProviderConfig reads its Secret from the Instance's namespace, and may place objects wherever its own credentials reach.",
+			args:   args{objs: []client.Object{edge, credentials("platform", kubeconfig)}, cr: instance(edgeRef, inNamespace("anywhere"))},
+			want:   want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
+		},
+		"ProviderConfigInsecure": {
+			reason: "A namespaced ProviderConfig's kubeconfig must verify TLS; the refusal is the Instance's Available condition too.",
+			args:   args{objs: []client.Object{edge, credentials("platform", insecureKubeconfig)}, cr: instance(edgeRef)},
+			want: want{
+				err:       `invalid kubeconfig in Secret platform/target key "kubeconfig": cluster "target" sets insecure-skip-tls-verify, which a namespaced ProviderConfig may not: embed the server's CA in certificate-authority-data`,
+				usages:    []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}},
+				available: unreachable(`invalid kubeconfig in Secret platform/target key "kubeconfig": cluster "target" sets insecure-skip-tls-verify, which a namespaced ProviderConfig may not: embed the server's CA in certificate-authority-data`),
 			},
-			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
 		},
 		"InjectedIdentity": {
 			reason: "InjectedIdentity runs Memcached in the provider's own cluster, as the provider.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)}, cr: instance(defaultRef)},
+			want:   want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"MissingProviderConfig": {
+			reason: "A missing config is named, and the Instance says it cannot observe; the usage is recorded first, so the config cannot be deleted from under an Instance that retries.",
+			args:   args{cr: instance(defaultRef)},
+			want: want{
+				err:       `cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`,
+				usages:    []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+				available: unreachable(`cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`),
+			},
+		},
+		"MissingSecret": {
+			reason: "A deleted credentials Secret is named with its namespace, and the connection made from it is dropped.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret)}, cr: instance(defaultRef)},
+			want: want{
+				err:       `cannot get credentials Secret crossplane-system/target: secrets "target" not found`,
+				usages:    []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+				dropped:   []cluster.Key{{Kind: "ClusterProviderConfig", Name: "default"}},
+				available: unreachable(`cannot get credentials Secret crossplane-system/target: secrets "target" not found`),
+			},
+		},
+		"NamespaceSelected": {
+			reason: "A ClusterProviderConfig serves the namespaces its selector selects.",
 			args: args{
-				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, selecting(map[string]string{"memcached": "workload"})), namespace("platform", map[string]string{"memcached": "workload"})},
 				cr:   instance(defaultRef),
 			},
 			want: want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
-		"MissingProviderConfig": {
-			reason: "A missing config is named; the usage is recorded first, so the config cannot be deleted from under an Instance that retries.",
-			args:   args{cr: instance(defaultRef)},
-			want: want{
-				err:    `cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`,
-				usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
-			},
-		},
-		"MissingSecret": {
-			reason: "A missing credentials Secret is named with its namespace.",
-			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret)}, cr: instance(defaultRef)},
-			want: want{
-				err:    `credentials Secret crossplane-system/target: cannot get credentials secret: secrets "target" not found`,
-				usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
-			},
-		},
-		"BadKubeconfig": {
-			reason: "A bad kubeconfig names the Secret and key it came from.",
+		"NamespaceNotSelected": {
+			reason: "An Instance in a namespace the selector does not select is refused, naming the config.",
 			args: args{
-				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", "{not yaml")},
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, selecting(map[string]string{"memcached": "workload"})), namespace("platform", nil)},
 				cr:   instance(defaultRef),
 			},
 			want: want{
-				err:    `invalid kubeconfig in Secret crossplane-system/target key "kubeconfig": cannot parse kubeconfig: yaml: line 1: did not find expected ',' or '}'`,
-				usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+				host:    "https://control-plane:443",
+				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": may not be used from namespace platform: its namespaceSelector does not select it`},
+				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 			},
+		},
+		"PlacementOwnNamespace": {
+			reason: "By default an Instance may place objects only in the target namespace named like its own.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing())}, cr: instance(defaultRef, inNamespace(""))},
+			want:   want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"PlacementOtherNamespace": {
+			reason: "Another team's namespace is refused, saying which namespaces are allowed.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("cache"))}, cr: instance(defaultRef, inNamespace("team-b"))},
+			want: want{
+				host:    "https://control-plane:443",
+				refused: []string{`spec.forProvider.namespace: Invalid value: "team-b": ClusterProviderConfig default allows only namespace platform (the Instance's own) and cache (placement.allowedNamespaces)`},
+				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+			},
+		},
+		"PlacementAnyNamespace": {
+			reason: "A placement allowing * allows any namespace but the control plane's.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("*"))}, cr: instance(defaultRef, inNamespace("team-b"))},
+			want:   want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"ControlPlaneNamespace": {
+			reason: "Acting as the provider in the control plane, * does not reach the control plane's own namespaces.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("*"))}, cr: instance(defaultRef, inNamespace("crossplane-system"))},
+			want: want{
+				host:    "https://control-plane:443",
+				refused: []string{`spec.forProvider.namespace: Invalid value: "crossplane-system": ClusterProviderConfig default acts as the provider in the control plane, whose own namespace crossplane-system it allows only when placement.allowedNamespaces lists it by name`},
+				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+			},
+		},
+		"ControlPlaneNamespaceListed": {
+			reason: "A control-plane namespace the placement lists by name is the platform's explicit choice.",
+			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("kube-system"))}, cr: instance(defaultRef, inNamespace("kube-system"))},
+			want:   want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"NotAllowedByPolicy": {
+			reason: "The platform's policy.allowedProviderConfigs holds for Instances as for claims.",
+			args: args{
+				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
+				policy: only(cachev1alpha1.ProviderConfigReference{Name: "workload-eu"}),
+				cr:     instance(defaultRef),
+			},
+			want: want{
+				host:    "https://control-plane:443",
+				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/workload-eu`},
+				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+			},
+		},
+		"PolicyError": {
+			reason: "A policy the provider cannot read is the platform's mistake: nothing is judged against a policy nobody meant.",
+			args: args{
+				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
+				policy: policy{err: errBoom},
+				cr:     instance(defaultRef),
+			},
+			want: want{host: "https://control-plane:443", err: "boom", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"DeletingIgnoresPolicyAndPlacement": {
+			reason: "Deleting deletes only what is the Instance's own, so neither policy nor placement stands in the way.",
+			args: args{
+				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing())},
+				policy: policy{err: errBoom},
+				cr:     instance(defaultRef, deleted),
+			},
+			want: want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"NoProviderConfigRef": {
 			reason: "Without a providerConfigRef (the CRD defaults one) there is nothing to track or connect with.",
@@ -189,46 +361,32 @@ func TestConnect(t *testing.T) {
 			},
 			want: want{err: "cannot track ProviderConfig usage: boom"},
 		},
-		"NewClientError": {
-			reason: "A client that cannot be built is an error too.",
-			args: args{
-				objs:      []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
-				newClient: errBoom,
-				cr:        instance(defaultRef),
-			},
-			want: want{err: "boom", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kc := controlPlane(t, tc.args.objs...)
-			usage := tc.args.usage
-			if usage == nil {
-				usage = resource.NewProviderConfigUsageTracker(kc, &v1alpha1.ProviderConfigUsage{})
-			}
 			var host string
-			c := &Connector{
-				Kube: kc, Usage: usage, Identity: identity, Settings: settings(t),
-				NewClient: func(rc *rest.Config) (client.Client, error) {
-					host = rc.Host
-					if tc.args.newClient != nil {
-						return nil, tc.args.newClient
-					}
-					return kube.New(rc)
-				},
+			var dropped []cluster.Key
+			p := tc.args.policy
+			if p == nil {
+				p = defaultPolicy
+			}
+			c := connector(t, kc, newTarget(targetCluster(interceptor.Funcs{})), p, &host, &dropped)
+			if tc.args.usage != nil {
+				c.Usage = tc.args.usage
 			}
 			ec, err := c.Connect(context.Background(), tc.args.cr)
-			got := want{host: host, err: errString(err), usages: usages(t, kc)}
-			if err != nil {
-				got.host = ""
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("\n%s\nConnect(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if err == nil {
-				if _, ok := ec.(*External); !ok {
-					t.Errorf("\n%s\nConnect(...) = %T, want *External", tc.reason, ec)
+			got := want{host: host, err: errString(err), usages: usages(t, kc), dropped: dropped}
+			if e, ok := ec.(*External); ok && e != nil {
+				for _, r := range e.Refused {
+					got.refused = append(got.refused, r.Error())
 				}
+			}
+			if a := tc.args.cr.GetCondition(v1alpha1.TypeAvailable); a.Reason != "" {
+				got.available = &a
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(xpv2.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("\n%s\nConnect(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
@@ -240,13 +398,7 @@ func reconciler(t *testing.T, cp client.Client, target client.Client) *managed.R
 	t.Helper()
 	mgr := &xpfake.Manager{Client: cp, Scheme: cp.Scheme()}
 	return managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind),
-		ReconcilerOptions(&Connector{
-			Kube:      cp,
-			Usage:     resource.NewProviderConfigUsageTracker(cp, &v1alpha1.ProviderConfigUsage{}),
-			NewClient: func(*rest.Config) (client.Client, error) { return target, nil },
-			Identity:  &rest.Config{Host: "https://control-plane:443"},
-			Settings:  settings(t),
-		}, time.Minute)...)
+		ReconcilerOptions(connector(t, cp, newTarget(target), policy{s: settings(t)}, nil, nil), time.Minute)...)
 }
 
 func TestReconcile(t *testing.T) {
@@ -277,13 +429,13 @@ func TestReconcile(t *testing.T) {
 		"Orphan": {
 			reason:   "Without the Delete policy (v2's deletionPolicy: Orphan), the Memcached keeps running.",
 			instance: mr(xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize),
-			want:     live{Replicas: 3, Image: "memcached:1.6.39-alpine", Service: true, PDB: true, OwnedByUs: true},
+			want:     live{Replicas: 3, Image: "memcached:1.6.39-alpine", Service: true, PDB: true, Ours: true},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cp := controlPlane(t, tc.instance, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity))
-			target := cluster(interceptor.Funcs{})
+			target := targetCluster(interceptor.Funcs{})
 			r := reconciler(t, cp, target)
 
 			// Create, then observe the result.
@@ -292,7 +444,7 @@ func TestReconcile(t *testing.T) {
 					t.Fatalf("Reconcile(...): %v", err)
 				}
 			}
-			if got := observe(t, target); !got.OwnedByUs || !got.Service || !got.PDB {
+			if got := observe(t, target); !got.Ours || !got.Service || !got.PDB {
 				t.Fatalf("\n%s\nafter Reconcile(...) the target cluster holds %+v, want the Deployment, Service and PodDisruptionBudget", tc.reason, got)
 			}
 			i := &v1alpha1.Instance{}
@@ -332,10 +484,49 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-func TestPollsSoonUntilAvailable(t *testing.T) {
-	// The provider does not watch target clusters, so it polls: every UnavailablePoll while
-	// the Instance is not Available, so that a rollout's end shows within seconds, and every
-	// poll interval once it is.
+func TestPollInterval(t *testing.T) {
+	// The provider watches what it owns, so polling is a safety net: at most --poll, and
+	// spread over its last tenth so that Instances created together do not poll together.
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		got := PollInterval(instance(), time.Minute)
+		if got > time.Minute || got < 54*time.Second {
+			t.Fatalf("PollInterval(..., 1m) = %v, want between 54s and 1m", got)
+		}
+		seen[got] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("PollInterval(..., 1m) returned one value in 100 calls: no jitter")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	// An Instance that cannot be reconciled is retried after 1s, 2s, 4s, ... each jittered to
+	// between half and all of it, never after more than --poll; a success starts over.
+	r := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "sessions"}}
+	b := NewBackoff(time.Second, time.Minute)
+	for n, full := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute} {
+		got := b.When(r)
+		if got < full/2 || got > full {
+			t.Errorf("failure %d: retry after %v, want between %v and %v", n+1, got, full/2, full)
+		}
+	}
+	if got := b.NumRequeues(r); got != 8 {
+		t.Errorf("NumRequeues(...) = %d, want 8", got)
+	}
+	b.Forget(r)
+	if got := b.When(r); got > time.Second {
+		t.Errorf("after Forget(...): retry after %v, want at most 1s", got)
+	}
+	other := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "carts"}}
+	if got := b.When(other); got > time.Second {
+		t.Errorf("another Instance's first failure: retry after %v, want at most 1s", got)
+	}
+}
+
+func TestReconcileConflict(t *testing.T) {
+	// An Instance named like an application that already runs there never touches it:
+	// Synced says which object is in the way, and nothing is created or changed.
 	ctx := context.Background()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "sessions"}}
 	i := instance(func(i *v1alpha1.Instance) {
@@ -343,55 +534,20 @@ func TestPollsSoonUntilAvailable(t *testing.T) {
 		i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
 	})
 	cp := controlPlane(t, i, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity))
-	target := cluster(interceptor.Funcs{})
-	r := reconciler(t, cp, target)
-	reconcileAfter := func() (time.Duration, string) {
-		t.Helper()
-		res, err := r.Reconcile(ctx, req)
-		if err != nil {
-			t.Fatalf("Reconcile(...): %v", err)
-		}
-		got := &v1alpha1.Instance{}
-		if err := cp.Get(ctx, req.NamespacedName, got); err != nil {
-			t.Fatal(err)
-		}
-		return res.RequeueAfter, string(got.GetCondition(v1alpha1.TypeAvailable).Reason)
+	target := targetCluster(interceptor.Funcs{})
+	theirDeployment(map[string]string{"app": "shop"})(t, target)
+	if _, err := reconciler(t, cp, interceptor.NewClient(target, readOnly(t))).Reconcile(ctx, req); err != nil {
+		t.Fatalf("Reconcile(...): %v", err)
 	}
-
-	reconcileAfter() // Creates the Memcached.
-	if after, reason := reconcileAfter(); after != UnavailablePoll || reason != "Creating" {
-		t.Errorf("while Creating: requeue after %v (Available reason %q), want %v", after, reason, UnavailablePoll)
+	if err := cp.Get(ctx, req.NamespacedName, i); err != nil {
+		t.Fatal(err)
 	}
-	rollout(3)(t, target)
-	if after, reason := reconcileAfter(); after != time.Minute || reason != "Available" {
-		t.Errorf("once Available: requeue after %v (Available reason %q), want the poll interval, 1m", after, reason)
+	want := "observe failed: Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; set spec.adoptionPolicy: Adopt to take it over"
+	if s := i.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionFalse || s.Message != want {
+		t.Errorf("Synced = %v %q, want False %q", s.Status, s.Message, want)
 	}
-	rollout(2)(t, target)
-	if after, reason := reconcileAfter(); after != UnavailablePoll || reason != "Degraded" {
-		t.Errorf("when Degraded: requeue after %v (Available reason %q), want %v", after, reason, UnavailablePoll)
-	}
-}
-
-func TestPollInterval(t *testing.T) {
-	ready := instance(func(i *v1alpha1.Instance) { i.SetConditions(xpv2.Available()) })
-	creating := instance(func(i *v1alpha1.Instance) { i.SetConditions(xpv2.Creating()) })
-	cases := map[string]struct {
-		reason string
-		mg     resource.Managed
-		poll   time.Duration
-		want   time.Duration
-	}{
-		"Ready":             {reason: "A Ready Instance is polled at the poll interval.", mg: ready, poll: time.Minute, want: time.Minute},
-		"NotReady":          {reason: "An Instance that is not Ready is polled soon.", mg: creating, poll: time.Minute, want: UnavailablePoll},
-		"NoCondition":       {reason: "An Instance never observed is polled soon.", mg: instance(), poll: time.Minute, want: UnavailablePoll},
-		"ShortPollInterval": {reason: "A poll interval shorter than UnavailablePoll is kept.", mg: creating, poll: time.Second, want: time.Second},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := PollInterval(tc.mg, tc.poll); got != tc.want {
-				t.Errorf("\n%s\nPollInterval(..., %v) = %v, want %v", tc.reason, tc.poll, got, tc.want)
-			}
-		})
+	if got := observe(t, target); got.Replicas != 5 || got.Ours || got.Service {
+		t.Errorf("the target cluster holds %+v; want the application's Deployment as it was, and nothing else", got)
 	}
 }
 
@@ -405,7 +561,7 @@ func TestReconcileInvalidSpecTouchesNothing(t *testing.T) {
 		i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
 	})
 	cp := controlPlane(t, i, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity))
-	target := cluster(readOnly(t))
+	target := targetCluster(readOnly(t))
 	if _, err := reconciler(t, cp, target).Reconcile(ctx, req); err != nil {
 		t.Fatalf("Reconcile(...): %v", err)
 	}
@@ -436,7 +592,7 @@ func TestSetup(t *testing.T) {
 	}
 	o := controller.DefaultOptions()
 	o.MetricOptions = &controller.MetricOptions{MRMetrics: managed.NewMRMetricRecorder(), MRStateMetrics: statemetrics.NewMRStateMetrics()}
-	if err := Setup(mgr, o); err != nil {
+	if err := Setup(mgr, o, "crossplane-system"); err != nil {
 		t.Errorf("Setup(...): %v", err)
 	}
 }

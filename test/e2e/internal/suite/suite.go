@@ -3,7 +3,8 @@
 // package, Crossplane installing that package, the function running as its runtime, the
 // example XRDs and Compositions, and the Memcached provider's CRDs. Scenarios get an Env with
 // clients and a handle on every process, so that a fault scenario can restart or kill any of
-// them, and can add a workload cluster (StartCluster) and the provider (StartProvider).
+// them, and can add a workload cluster (StartCluster). The Memcached provider is installed from
+// its package and runs as its ServiceAccount (package provider).
 package suite
 
 import (
@@ -47,9 +48,10 @@ type Options struct {
 	// FunctionBinary, when set, runs instead of the binary extracted from XPKG: for iterating
 	// on the function without rebuilding its package.
 	FunctionBinary string
-	// ProviderBinary is the Memcached provider (`make provider-build`), which scenarios that
-	// place a Memcached in another cluster start; ProviderCRDs its CRDs.
-	ProviderBinary, ProviderCRDs string
+	// ProviderXPKG is the Memcached provider's package (`make provider-xpkg`), which the
+	// suite installs through Crossplane and runs with ProviderArgs.
+	ProviderXPKG string
+	ProviderArgs []string
 	// OutputDir receives logs/ and run/ (certificates, kubeconfigs, data); wiped at start.
 	OutputDir string
 	// RepoRoot is the repository, where example/ lives.
@@ -64,7 +66,7 @@ type Options struct {
 }
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
-// E2E_PROVIDER_BINARY, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on) and
+// E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on) and
 // E2E_NODE (anything but "off" means on), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
 // (test/e2e).
@@ -80,8 +82,8 @@ func OptionsFromEnv() Options {
 		BinDir:          get("E2E_BIN", filepath.Join(root, "bin")),
 		XPKG:            get("E2E_XPKG", filepath.Join(root, "_output", "function-memcached-"+runtime.GOARCH+".xpkg")),
 		FunctionBinary:  os.Getenv("E2E_FUNCTION_BINARY"),
-		ProviderBinary:  get("E2E_PROVIDER_BINARY", filepath.Join(root, "bin", "provider")),
-		ProviderCRDs:    filepath.Join(root, "package-provider", "crds"),
+		ProviderXPKG:    get("E2E_PROVIDER_XPKG", filepath.Join(root, "_output", "provider-memcached-"+runtime.GOARCH+".xpkg")),
+		ProviderArgs:    []string{"--debug", "--poll=" + ProviderPoll.String()},
 		OutputDir:       get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
 		RepoRoot:        root,
 		Nodes:           3,
@@ -114,9 +116,8 @@ type Env struct {
 	PodFunction *crossplane.PodRuntime
 	// Package is the function's package reference, by digest.
 	Package string
-
-	mu        sync.Mutex
-	providers []*provider.Provider
+	// Provider is the Memcached provider, installed from its package.
+	Provider *provider.Provider
 
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -159,7 +160,7 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 		{"start Crossplane", func() error { return e.startCrossplane(ctx) }},
 		{"install and run the function", func() error { return e.startFunction(ctx) }},
 		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
-		{"install the Memcached provider's CRDs", func() error { return provider.InstallCRDs(ctx, e.Kube, e.ProviderCRDs) }},
+		{"install and run the Memcached provider", func() error { return e.installProvider(ctx) }},
 	}
 	if o.Node {
 		// After the registry, which serves the node's images, before Crossplane, whose
@@ -320,24 +321,25 @@ func (e *Env) StartCluster(ctx context.Context, name string) (*controlplane.Clus
 	return e.ControlPlane.StartCluster(ctx, name, e.Nodes)
 }
 
-// StartProvider installs the Memcached provider's CRDs in the control plane and runs the
-// provider with the control plane's admin kubeconfig. Stop stops it too, before Crossplane.
-func (e *Env) StartProvider(ctx context.Context, poll time.Duration) (*provider.Provider, error) {
-	p, err := provider.Start(ctx, e.Kube, provider.Options{
-		Binary:     e.ProviderBinary,
-		CRDsDir:    e.ProviderCRDs,
-		Kubeconfig: e.ControlPlane.KubeconfigPath(),
-		Poll:       poll,
-		LogDir:     e.LogDir,
-		PIDs:       e.PIDs,
+// ProviderPoll is the provider's --poll in the suite: shorter than its default of a minute,
+// so that scenarios waiting for a watch renewal (revoked credentials) or a poll wait less.
+const ProviderPoll = 20 * time.Second
+
+// installProvider installs the Memcached provider from its package and runs it as the
+// ServiceAccount Crossplane's RBAC manager grants the provider's roles to.
+func (e *Env) installProvider(ctx context.Context) (err error) {
+	e.Provider, err = provider.Install(ctx, e.Kube, provider.Options{
+		XPKG:             e.ProviderXPKG,
+		Registry:         e.Registry,
+		CoreBinary:       filepath.Join(e.BinDir, "crossplane-core"),
+		ControlPlane:     e.ControlPlane,
+		ControlPlaneRole: filepath.Join(e.RepoRoot, "package-provider", "rbac", "control-plane-clusterrole.yaml"),
+		Args:             e.ProviderArgs,
+		WorkDir:          e.WorkDir,
+		LogDir:           e.LogDir,
+		PIDs:             e.PIDs,
 	})
-	if err != nil {
-		return nil, err
-	}
-	e.mu.Lock()
-	e.providers = append(e.providers, p)
-	e.mu.Unlock()
-	return p, nil
+	return err
 }
 
 // Processes lists every process the suite runs.
@@ -355,11 +357,9 @@ func (e *Env) Processes() []*proc.Process {
 	if e.Node != nil {
 		ps = append(ps, e.Node.Processes()...)
 	}
-	e.mu.Lock()
-	for _, p := range e.providers {
-		ps = append(ps, p.Process)
+	if e.Provider != nil && e.Provider.Process != nil {
+		ps = append(ps, e.Provider.Process)
 	}
-	e.mu.Unlock()
 	return ps
 }
 
@@ -371,11 +371,7 @@ func (e *Env) Stop() error {
 			e.cancel()
 		}
 		var errs []error
-		e.mu.Lock()
-		for _, p := range e.providers {
-			errs = append(errs, p.Stop())
-		}
-		e.mu.Unlock()
+		errs = append(errs, e.Provider.Stop())
 		if e.Function != nil {
 			errs = append(errs, e.Function.Stop())
 		}

@@ -1,0 +1,87 @@
+package instance
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/render"
+)
+
+// Drifts remember, per Instance, the drift last judged and what it was judged on: the
+// Memcached the Instance resolves to and the versions of its live objects. Judging drift means
+// extracting the Instance's fields from each object's managed fields and diffing them, a few
+// milliseconds per Instance; an Instance polled while nothing changed judges nothing again.
+type Drifts struct {
+	mu   sync.Mutex
+	last map[types.UID]judged
+}
+
+type judged struct {
+	on   string
+	diff string
+}
+
+// NewDrifts returns Drifts that remember nothing yet.
+func NewDrifts() *Drifts {
+	return &Drifts{last: map[types.UID]judged{}}
+}
+
+// Judge returns the drift of o from m for cr, judging it with judge unless it was judged on
+// the same Memcached and the same versions of the same objects before.
+func (d *Drifts) Judge(cr *v1alpha1.Instance, o observed, m render.Memcached, judge func() (string, error)) (string, error) {
+	if d == nil {
+		return judge()
+	}
+	on := basis(cr, o, m)
+	d.mu.Lock()
+	j, ok := d.last[cr.GetUID()]
+	d.mu.Unlock()
+	if ok && j.on == on {
+		return j.diff, nil
+	}
+	diff, err := judge()
+	if err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	d.last[cr.GetUID()] = judged{on: on, diff: diff}
+	d.mu.Unlock()
+	return diff, nil
+}
+
+// Forget forgets a deleted Instance.
+func (d *Drifts) Forget(uid types.UID) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.last, uid)
+}
+
+// basis is what a drift verdict depends on: the Instance's identity (its field manager and
+// ownership stamp), the Memcached it resolves to, and each live object's UID and version.
+func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
+	var b strings.Builder
+	b.WriteString(cr.GetNamespace() + "/" + cr.GetName() + "/" + string(cr.GetUID()))
+	for _, s := range []string{m.Name, m.Namespace, m.Image, m.ExporterImage,
+		strconv.Itoa(int(m.Size)), strconv.Itoa(int(m.MemoryLimitMB)), strconv.Itoa(int(m.MaxConnections)), strconv.Itoa(int(m.Threads)),
+		strconv.FormatBool(m.HighAvailability), strconv.FormatBool(m.Metrics)} {
+		b.WriteString("|" + s)
+	}
+	if m.CPURequest != nil {
+		b.WriteString("|req=" + m.CPURequest.String())
+	}
+	if m.CPULimit != nil {
+		b.WriteString("|lim=" + m.CPULimit.String())
+	}
+	o.each(func(kind string, obj client.Object) {
+		b.WriteString("|" + kind + "=" + string(obj.GetUID()) + "@" + obj.GetResourceVersion())
+	})
+	return b.String()
+}

@@ -1,0 +1,87 @@
+package instance
+
+import (
+	"context"
+	"testing"
+)
+
+func BenchmarkObserveSteadyState(b *testing.B) {
+	t := &testing.T{}
+	i := instance(was(available))
+	c := applied(t, i, rollout(3))
+	tg := newTarget(c)
+	e := &External{Target: tg, Settings: settings(t), Drifts: NewDrifts()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Observe(context.Background(), i); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDrift(b *testing.B) {
+	t := &testing.T{}
+	i := instance(was(available))
+	c := applied(t, i, rollout(3))
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.observe(context.Background(), i, key, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := memcached(t)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := drift(o, m, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestDrifts(t *testing.T) {
+	// Drift is judged again only when what it depends on changed: the Memcached the Instance
+	// resolves to, or a live object's version.
+	i := instance(was(available))
+	c := applied(t, i, rollout(3))
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.observe(context.Background(), i, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := memcached(t)
+	d := NewDrifts()
+	judged := 0
+	judge := func(diff string) func() (string, error) {
+		return func() (string, error) {
+			judged++
+			return diff, nil
+		}
+	}
+	steps := []struct {
+		reason  string
+		change  func()
+		verdict string
+		want    string
+		judged  int
+	}{
+		{reason: "The first verdict is judged.", change: func() {}, verdict: "first", want: "first", judged: 1},
+		{reason: "Nothing changed: the verdict stands without judging.", change: func() {}, verdict: "second", want: "first", judged: 1},
+		{reason: "A live object changed (new version): judged again.", change: func() { o.deployment.ResourceVersion += "1" }, verdict: "third", want: "third", judged: 2},
+		{reason: "The spec changed: judged again.", change: func() { m.Size = 2 }, verdict: "fourth", want: "fourth", judged: 3},
+		{reason: "An object went: judged again.", change: func() { o.pdb = nil }, verdict: "fifth", want: "fifth", judged: 4},
+	}
+	for _, s := range steps {
+		s.change()
+		got, err := d.Judge(i, o, m, judge(s.verdict))
+		if err != nil || got != s.want || judged != s.judged {
+			t.Errorf("%s\nJudge(...) = %q, %v after %d judgements; want %q after %d", s.reason, got, err, judged, s.want, s.judged)
+		}
+	}
+	d.Forget(i.GetUID())
+	if got, _ := d.Judge(i, o, m, judge("sixth")); got != "sixth" {
+		t.Errorf("after Forget(...): Judge(...) = %q, want judged again", got)
+	}
+	var none *Drifts
+	if got, _ := none.Judge(i, o, m, judge("seventh")); got != "seventh" {
+		t.Errorf("without Drifts: Judge(...) = %q, want judged", got)
+	}
+}

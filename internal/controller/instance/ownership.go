@@ -1,0 +1,130 @@
+package instance
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+)
+
+// LegacyFieldManager is the one field manager every Instance applied with before each got
+// its own. An object that carries it but not the ownership label was made by an earlier
+// provider for an Instance under these names: the Instance takes it over, moving the
+// manager's fields to its own manager, rather than reporting a conflict.
+const LegacyFieldManager = "memcached-provider"
+
+// maxFieldManagerLength is the API server's limit on a field manager's name.
+const maxFieldManagerLength = 128
+
+// FieldManager is the field manager an Instance applies with in target clusters:
+// memcached-provider/<namespace>/<name>, shortened with a hash when longer than the API
+// server allows. With one manager per Instance, drift is judged on the Instance's own fields
+// only: two Instances can never take each other's fields for their own.
+func FieldManager(cr *v1alpha1.Instance) string {
+	m := LegacyFieldManager + "/" + cr.GetNamespace() + "/" + cr.GetName()
+	if len(m) <= maxFieldManagerLength {
+		return m
+	}
+	sum := sha256.Sum256([]byte(cr.GetNamespace() + "/" + cr.GetName()))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	return m[:maxFieldManagerLength-len(suffix)] + suffix
+}
+
+// ownership says whose an object under an Instance's names is.
+type ownership int
+
+const (
+	// ours: labelled with the Instance's UID.
+	ours ownership = iota
+	// legacy: made by an earlier provider for an Instance under these names (unlabelled,
+	// applied by LegacyFieldManager). The Instance takes it over.
+	legacy
+	// foreign: anyone else's: unlabelled, or labelled with another Instance's UID.
+	foreign
+)
+
+// ownershipOf says whose o is, to the Instance whose UID is uid.
+func ownershipOf(o metav1.Object, uid types.UID) ownership {
+	switch l, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]; {
+	case ok && l == string(uid):
+		return ours
+	case ok:
+		return foreign
+	}
+	for _, f := range o.GetManagedFields() {
+		if f.Manager == LegacyFieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return legacy
+		}
+	}
+	return foreign
+}
+
+// conflict says, for the Instance's Synced condition and events, why o (of kind) is not
+// the Instance's and how to take it over.
+func conflict(kind string, o metav1.Object) string {
+	what := kind + " " + o.GetNamespace() + "/" + o.GetName() + " exists and is not this Instance's: "
+	if uid, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]; ok {
+		what += "it belongs to Instance " + o.GetAnnotations()[v1alpha1.AnnotationInstance] + " (" + v1alpha1.LabelInstanceUID + "=" + uid + ")"
+	} else {
+		what += "it has no label " + v1alpha1.LabelInstanceUID
+	}
+	return what + "; set spec.adoptionPolicy: Adopt to take it over"
+}
+
+// stamp marks an object to apply as the Instance's: its UID label, which the provider's
+// watches select and which makes the object its own, and an annotation naming it.
+func stamp(u *unstructured.Unstructured, cr *v1alpha1.Instance) {
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[v1alpha1.LabelInstanceUID] = string(cr.GetUID())
+	u.SetLabels(l)
+	a := u.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[v1alpha1.AnnotationInstance] = cr.GetNamespace() + "/" + cr.GetName()
+	u.SetAnnotations(a)
+}
+
+// migration is the JSON patch that moves LegacyFieldManager's applied fields of o to
+// manager, guarded by o's resourceVersion so that it applies to what was read or not at all;
+// nil when o has nothing to move. Renaming the entry, rather than applying under the new name
+// beside it, leaves no field co-owned by a manager nobody applies with any more, which would
+// keep a field the Instance stops setting from ever being removed.
+func migration(o metav1.Object, manager string) ([]byte, error) {
+	fields := o.GetManagedFields()
+	has := false
+	for _, f := range fields {
+		if f.Manager == manager && f.Operation == metav1.ManagedFieldsOperationApply {
+			has = true
+		}
+	}
+	out := make([]metav1.ManagedFieldsEntry, 0, len(fields))
+	moved := false
+	for _, f := range fields {
+		if f.Manager == LegacyFieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			moved = true
+			if has {
+				// The Instance applied under its own name already; its next apply with force
+				// takes back whatever only the old entry held.
+				continue
+			}
+			f.Manager = manager
+		}
+		out = append(out, f)
+	}
+	if !moved {
+		return nil, nil
+	}
+	return json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": o.GetResourceVersion()},
+		{"op": "replace", "path": "/metadata/managedFields", "value": out},
+	})
+}

@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+)
+
+var compositionGVK = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "Composition"}
+
+// Instances created directly obey the platform's policy for claims, read from the Input of the
+// Composition labelled memcached.example.com/instance-policy=true (the example Composition):
+// an image from a registry the Input does not allow is refused naming the Input's field, and a
+// policy.allowedProviderConfigs added to that Input refuses an Instance and a claim naming
+// another ClusterProviderConfig alike.
+//
+// Not parallel: it changes the example Composition, which every claim uses, for a while.
+func TestProviderPolicy(t *testing.T) {
+	ctx := context.Background()
+	a, b := workloads(t)
+	ns := team(t, "policy", a, b)
+
+	apply(t, newInstance(ns, "quay", a.Config, 1, map[string]any{"image": "quay.io/memcached/memcached:1.6"}, nil))
+	waitInstance(t, ns, "quay", "refused by the Composition's policy", func(i instance) error {
+		if err := refused(`spec.forProvider.image: Invalid value: "quay.io/memcached/memcached:1.6": registry quay.io is not allowed; policy.allowedRegistries allows docker.io`)(i); err != nil {
+			return err
+		}
+		return unavailable("InvalidSpec", "policy.allowedRegistries")(i)
+	})
+
+	// Allow only workload-b, in the Input claims and Instances obey.
+	file := filepath.Join(env.RepoRoot, "example", "composition.yaml")
+	objs, err := kube.ReadObjects(file)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("cannot read %s: %v", file, err)
+	}
+	restricted := objs[0].DeepCopy()
+	steps, _, _ := unstructured.NestedSlice(restricted.Object, "spec", "pipeline")
+	in := steps[0].(map[string]any)["input"].(map[string]any)
+	in["policy"].(map[string]any)["allowedProviderConfigs"] = []any{map[string]any{"name": b.Config}}
+	if err := unstructured.SetNestedSlice(restricted.Object, steps, "spec", "pipeline"); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, restricted)
+	t.Cleanup(func() {
+		if _, err := env.Kube.ApplyFile(ctx, file); err != nil {
+			t.Errorf("cannot restore the example Composition: %v", err)
+		}
+	})
+
+	apply(t, newInstance(ns, "elsewhere", a.Config, 1, nil, nil))
+	waitInstance(t, ns, "elsewhere", "refused", refused(`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/`+a.Config+`": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/`+b.Config))
+	apply(t, newInstance(ns, "allowed", b.Config, 1, nil, nil))
+	waitInstance(t, ns, "allowed", "Available", instanceAvailable(1))
+
+	apply(t, remoteClaim(ns, "claimed", a.Config, 1))
+	waitMemcached(t, claimGVK, ns, "claimed", "refused", func(m memcached) error {
+		want := `invalid spec, nothing was changed: spec.providerConfigRef: Invalid value: "ClusterProviderConfig/` + a.Config + `": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/` + b.Config
+		if m.Available != "False" || m.AvailableReason != "InvalidSpec" || m.Message != want {
+			return errors.Errorf("want Available=False/InvalidSpec %q", want)
+		}
+		return nil
+	})
+	if getOn(t, a.Kube, deploymentGVK, ns, "claimed") != nil || exists(t, instanceGVK, ns, "claimed") {
+		t.Error("a claim the policy refuses was placed anyway")
+	}
+}

@@ -1,0 +1,224 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+)
+
+// An Instance and its claim stop saying Available when the provider cannot observe what runs
+// — credentials revoked, their Secret deleted, the cluster gone — and say so again as soon as
+// it can, each change announced by one event on the Instance.
+//
+// Not parallel: it stops a workload cluster's API server, which other scenarios use.
+func TestProviderUnreachable(t *testing.T) {
+	ctx := context.Background()
+	a, _ := workloads(t)
+	ns := team(t, "unreachable", a)
+	config := "flaky-" + suffix()
+	apply(t, kubeconfigSecret(crossplane.Namespace, config, a.Kubeconfig))
+	apply(t, clusterProviderConfig(config, config, nil))
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config) })
+	const name = "sessions"
+	apply(t, remoteClaim(ns, name, config, 2))
+	waitAvailable(t, claimGVK, ns, name, 2)
+
+	cannotObserve := func(t *testing.T, because string) {
+		t.Helper()
+		start := time.Now()
+		waitInstance(t, ns, name, "Unavailable: "+because, unavailable("Unreachable", because))
+		waitMemcached(t, claimGVK, ns, name, "Unavailable: "+because, func(m memcached) error {
+			if m.Available != "False" || m.AvailableReason != "Unreachable" || !strings.Contains(m.Message, because) {
+				return errors.Errorf("want Available=False/Unreachable saying %q", because)
+			}
+			return nil
+		})
+		t.Logf("Instance and claim Unreachable %.1fs after the fault", time.Since(start).Seconds())
+	}
+	recovers := func(t *testing.T) {
+		t.Helper()
+		start := time.Now()
+		waitAvailable(t, claimGVK, ns, name, 2)
+		waitInstance(t, ns, name, "Available", instanceAvailable(2))
+		t.Logf("Instance and claim Available again %.1fs after the repair", time.Since(start).Seconds())
+	}
+
+	t.Run("credentials revoked", func(t *testing.T) {
+		if err := a.Access.Revoke(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = a.Access.Grant(ctx, ns) }()
+		cannotObserve(t, "forbidden")
+		if err := a.Access.Grant(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		recovers(t)
+	})
+	t.Run("credentials Secret deleted", func(t *testing.T) {
+		if err := env.Kube.Typed.CoreV1().Secrets(crossplane.Namespace).Delete(ctx, config, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = env.Kube.Apply(ctx, kubeconfigSecret(crossplane.Namespace, config, a.Kubeconfig)) }()
+		cannotObserve(t, "cannot get credentials Secret "+crossplane.Namespace+"/"+config)
+		apply(t, kubeconfigSecret(crossplane.Namespace, config, a.Kubeconfig))
+		recovers(t)
+	})
+	t.Run("cluster unreachable", func(t *testing.T) {
+		if err := a.APIServer.Process.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		restarted := false
+		defer func() {
+			if !restarted {
+				_ = a.APIServer.Process.Restart()
+			}
+		}()
+		cannotObserve(t, "connection refused")
+		if err := a.APIServer.Process.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
+		if err := kube.Wait(ctx, time.Minute, "the workload API server", func(ctx context.Context) error {
+			_, err := a.Kube.Typed.Discovery().ServerVersion()
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		recovers(t)
+	})
+
+	t.Run("each change is one event", func(t *testing.T) {
+		events := instanceEvents(t, ns, name)
+		want := map[string]int64{"Normal/Available": 4, "Warning/Unreachable": 3}
+		if diff := cmp.Diff(want, availability(events)); diff != "" {
+			t.Errorf("availability events on the Instance: -want, +got:\n%s\nall events: %v", diff, events)
+		}
+	})
+}
+
+// A change the provider just applied reads as what it is: a resize of a remote Memcached is
+// Resizing until the new replicas are available, never Available with the old Deployment's
+// numbers, exactly like a local resize; each transition is one event.
+func TestProviderStatusFromApply(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, b := workloads(t)
+	ns := team(t, "resize", b)
+	const name = "sessions"
+	apply(t, newInstance(ns, name, b.Config, 1, nil, nil))
+	waitInstance(t, ns, name, "Available", instanceAvailable(1))
+
+	// Record every Available condition the Instance shows from now on.
+	type seen struct {
+		generation, observed int64
+		status, reason, msg  string
+	}
+	var mu sync.Mutex
+	var history []seen
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if u, err := env.Kube.Get(ctx, instanceGVK, ns, name); err == nil {
+				s := seen{generation: u.GetGeneration(), observed: availableGeneration(u)}
+				s.status, s.reason, s.msg, _ = kube.Condition(u, "Available")
+				mu.Lock()
+				if len(history) == 0 || history[len(history)-1] != s {
+					history = append(history, s)
+				}
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	if _, err := env.Kube.MergePatch(ctx, instanceGVK, ns, name, []byte(`{"spec":{"forProvider":{"size":3}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitInstance(t, ns, name, "Available with 3", instanceAvailable(3))
+	close(stop)
+	<-done
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range history {
+		if s.generation >= 2 && s.observed == s.generation && s.status == "True" && s.msg != "3/3 replicas available" {
+			t.Errorf("after the resize the Instance said Available=True %q for generation %d: Ready from the old Deployment's numbers (history %+v)", s.msg, s.generation, history)
+		}
+	}
+	events := instanceEvents(t, ns, name)
+	if diff := cmp.Diff(map[string]int64{"Normal/Available": 2, "Normal/Resizing": 1}, availability(events)); diff != "" {
+		t.Errorf("availability events: -want, +got:\n%s\nall events: %v", diff, events)
+	}
+	t.Logf("Available conditions seen: %s", describeHistory(history, func(s seen) string {
+		return fmt.Sprintf("gen %d/%d %s %s %q", s.observed, s.generation, s.status, s.reason, s.msg)
+	}))
+}
+
+// availableGeneration is the observedGeneration of an object's Available condition.
+func availableGeneration(u *unstructured.Unstructured) int64 {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Available" {
+			g, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+			return g
+		}
+	}
+	return 0
+}
+
+func describeHistory[T any](h []T, f func(T) string) string {
+	parts := make([]string, len(h))
+	for i, s := range h {
+		parts[i] = f(s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// An Instance that only observes (managementPolicies: [Observe]) judges the live Deployment,
+// whoever made it, by its own replicas rather than forProvider.size, publishes what runs, and
+// changes nothing.
+func TestProviderObserveOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, b := workloads(t)
+	ns := team(t, "observe", b)
+	app := appDeployment(t, b.Kube, ns, "legacy", 2)
+	apply(t, newInstance(ns, "legacy", b.Config, 3, nil, map[string]any{"managementPolicies": []any{"Observe"}}))
+	i := waitInstance(t, ns, "legacy", "Available with the live 2 replicas", instanceAvailable(2))
+	if size, _, _ := unstructured.NestedInt64(i.Object.Object, "status", "atProvider", "size"); size != 2 {
+		t.Errorf("atProvider.size %d, want the live Deployment's 2", size)
+	}
+	if img, _, _ := unstructured.NestedString(i.Object.Object, "status", "atProvider", "image"); img != "" {
+		t.Errorf("atProvider.image %q, want none: the live Deployment has no memcached container", img)
+	}
+	wantUntouched(t, b.Kube, app)
+
+	if _, err := b.Kube.MergePatch(ctx, deploymentGVK, ns, "legacy", []byte(`{"spec":{"replicas":1}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitInstance(t, ns, "legacy", "Available with the live 1 replica", instanceAvailable(1))
+	if getOn(t, b.Kube, serviceGVK, ns, "legacy") != nil {
+		t.Error("an Instance that only observes created a Service")
+	}
+}
