@@ -29,7 +29,9 @@ func TestUnchangedStatus(t *testing.T) {
 		},
 		"Changed": {
 			reason: "A new condition is written.",
-			change: func(_ *testing.T, _ client.Client, i *v1alpha1.Instance) { i.SetConditions(xpv2.ReconcileError(errBoom)) },
+			change: func(_ *testing.T, _ client.Client, i *v1alpha1.Instance) {
+				i.SetConditions(xpv2.ReconcileError(errBoom))
+			},
 			writes: 1,
 		},
 		"NewerVersion": {
