@@ -83,6 +83,7 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -count=1 -cover ./... | tee $(BIN)/test.out
 	@awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \
