@@ -3,7 +3,8 @@ package fn
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,11 +53,7 @@ func observedInstances(observed map[string]*fnv1.Resource) (map[string]*memcache
 // the claim; one made while another is still observed (a move) gets a suffix derived from
 // its placement, so that it never takes the old one's place in Crossplane's eyes.
 func instanceFor(instances map[string]*memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, name string) (key, instanceName string, observed *memcachedv1alpha1.Instance) {
-	keys := make([]string, 0, len(instances))
-	for k := range instances {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(instances))
 	for _, k := range keys {
 		if ref := instances[k].Spec.ProviderConfigReference; ref != nil && ref.Kind == placement.Kind && ref.Name == placement.Name {
 			return k, instances[k].GetName(), instances[k]
@@ -72,11 +69,7 @@ func instanceFor(instances map[string]*memcachedv1alpha1.Instance, placement *ca
 
 // anyInstance returns one of instances, the same one every time, or nil.
 func anyInstance(instances map[string]*memcachedv1alpha1.Instance) *memcachedv1alpha1.Instance {
-	keys := make([]string, 0, len(instances))
-	for k := range instances {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(instances))
 	if len(keys) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -97,11 +98,7 @@ func (s Settings) checkNamespaces(p *field.Path, sel *metav1.LabelSelector) fiel
 		notAllowed = "this platform admits no other namespace (policy.networkPolicy.allowedNamespaceLabels is empty)"
 	}
 	var errs field.ErrorList
-	keys := make([]string, 0, len(sel.MatchLabels))
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(sel.MatchLabels))
 	for _, k := range keys {
 		kp := p.Child("matchLabels").Key(k)
 		switch {
@@ -140,11 +137,7 @@ func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached
 		return nil
 	}
 	var errs field.ErrorList
-	keys := make([]string, 0, len(sc.NodeSelector))
-	for k := range sc.NodeSelector {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(sc.NodeSelector))
 	for _, k := range keys {
 		kp := p.Child("nodeSelector").Key(k)
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {

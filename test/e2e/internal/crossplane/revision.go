@@ -14,6 +14,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -55,16 +56,7 @@ func installFunction(ctx context.Context, c *kube.Client, name, pkg string, reco
 
 // serveRevisions calls reconcile every second until ctx ends.
 func serveRevisions(ctx context.Context, reconcile func(context.Context) error) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = reconcile(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = reconcile(ctx) }, time.Second)
 }
 
 // ensureTLSServerSecret creates the revision's TLS server Secret (tls.crt, tls.key, ca.crt)

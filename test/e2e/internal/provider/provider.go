@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -309,16 +310,7 @@ func (p *Provider) tlsSecret(ctx context.Context, name string) error {
 // serve keeps the revision's runtime reported healthy until ctx ends, as a runtime controller
 // would: Crossplane may reset the revision's status.
 func (p *Provider) serve(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = p.runtimeHealthy(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = p.runtimeHealthy(ctx) }, time.Second)
 }
 
 // installed waits until Crossplane reports the Provider installed and healthy and its CRDs
