@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
 	"github.com/example/function-memcached/render"
@@ -48,14 +47,7 @@ func applySecuredComposition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
-	if err != nil || len(objs) != 1 {
-		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
-	}
-	c := objs[0]
-	c.SetName(securedComposition)
-	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
-	pipeline[0].(map[string]any)["input"] = map[string]any{
+	return applyCompositionFromExample(ctx, securedComposition, map[string]any{
 		"apiVersion": "memcached.fn.example.com/v1beta1",
 		"kind":       "Input",
 		"defaults": map[string]any{
@@ -72,12 +64,7 @@ func applySecuredComposition(ctx context.Context) error {
 			"requireAuth":       true,
 		},
 		"metrics": map[string]any{"monitoringNamespace": "monitoring"},
-	}
-	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
-		return err
-	}
-	_, err = env.Kube.Apply(ctx, c)
-	return err
+	})
 }
 
 // On the real node, a claim with TLS (a cert-manager-like Secret) under a platform that

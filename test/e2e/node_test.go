@@ -63,23 +63,7 @@ func requireNode(t *testing.T) {
 }
 
 func applyLaneComposition(ctx context.Context) error {
-	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
-	if err != nil || len(objs) != 1 {
-		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
-	}
-	c := objs[0]
-	c.SetName(laneComposition)
-	// Only the example Composition carries the Memcached provider's policy label: two labelled
-	// Compositions with different Inputs would leave Instances without a policy.
-	labels := c.GetLabels()
-	delete(labels, "memcached.example.com/instance-policy")
-	c.SetLabels(labels)
-	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
-	if len(pipeline) != 1 {
-		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))
-	}
-	step, _ := pipeline[0].(map[string]any)
-	step["input"] = map[string]any{
+	return applyCompositionFromExample(ctx, laneComposition, map[string]any{
 		"apiVersion": "memcached.fn.example.com/v1beta1",
 		"kind":       "Input",
 		"defaults": map[string]any{
@@ -92,12 +76,33 @@ func applyLaneComposition(ctx context.Context) error {
 			"maxMemoryLimitMB":  int64(laneMaxMemoryMB),
 			"allowedRegistries": []any{env.Images.Registry},
 		},
+	})
+}
+
+// applyCompositionFromExample applies example/composition.yaml under another name with its one
+// step's Input replaced by input, as a platform would for a second class of Memcached. Only the
+// example Composition carries the Memcached provider's policy label: two labelled Compositions
+// with different Inputs would leave Instances without a policy.
+func applyCompositionFromExample(ctx context.Context, name string, input map[string]any) error {
+	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
+	if err != nil || len(objs) != 1 {
+		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
 	}
+	c := objs[0]
+	c.SetName(name)
+	labels := c.GetLabels()
+	delete(labels, "memcached.example.com/instance-policy")
+	c.SetLabels(labels)
+	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
+	if len(pipeline) != 1 {
+		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))
+	}
+	pipeline[0].(map[string]any)["input"] = input
 	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
 		return err
 	}
 	_, err = env.Kube.Apply(ctx, c)
-	return err
+	return errors.Wrapf(err, "cannot apply Composition %s", name)
 }
 
 // newNodeNamespace creates a restricted namespace whose pods go to the real node.
