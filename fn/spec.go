@@ -2,6 +2,7 @@ package fn
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -34,8 +35,9 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	if !ok {
 		return nil, field.ErrorList{field.Invalid(specPath, written(v), "must be an object")}
 	}
-	// Crossplane's own spec fields (claimRef, resourceRefs, ...) are decoded along and ignored.
-	if json.Unmarshal(appendJSON(nil, v), spec) == nil {
+	// Only the API's own fields are encoded: Crossplane's (claimRef, resourceRefs, ...) are
+	// most of a running XR's spec, and the API ignores them.
+	if json.Unmarshal(appendAPIFields(nil, st.StructValue), spec) == nil {
 		return spec, nil
 	}
 
@@ -57,6 +59,49 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 		_ = json.Unmarshal(b, spec) // Decoded without error just above.
 	}
 	return spec, errs
+}
+
+// specFields are the JSON names of XMemcachedSpec's fields, those of its inlined structs
+// included: what decodeSpec encodes of an XR's spec.
+var specFields = jsonFields(reflect.TypeFor[cachev1alpha1.XMemcachedSpec]())
+
+// jsonFields returns the JSON names of t's fields, as encoding/json names them, descending
+// into embedded structs without a name of their own.
+func jsonFields(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			maps.Copy(names, jsonFields(f.Type))
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
+}
+
+// appendAPIFields appends the JSON encoding of the fields of spec that the API defines (see
+// specFields), leaving out the rest.
+func appendAPIFields(b []byte, spec *structpb.Struct) []byte {
+	b = append(b, '{')
+	first := true
+	for key, f := range spec.GetFields() {
+		if !specFields[key] {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, key)
+		b = append(b, ':')
+		b = appendJSON(b, f)
+	}
+	return append(b, '}')
 }
 
 // typeError turns a decoding error of the spec's field key into a field error at the field
