@@ -425,7 +425,7 @@ func removeChainsMatching(before map[string][]string, tables []string, match fun
 				continue
 			}
 			for _, r := range rules {
-				f := strings.Fields(r)
+				f := ruleFields(r)
 				for i := range len(f) - 1 {
 					if (f[i] == "-j" || f[i] == "-g") && slices.Contains(added, f[i+1]) && !slices.Contains(added, f[1]) {
 						if err := run(ipt, append([]string{"-t", t, "-D"}, f[1:]...)...); err != nil {
@@ -448,6 +448,37 @@ func removeChainsMatching(before map[string][]string, tables []string, match fun
 		return errors.Errorf("cannot remove iptables chains: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// ruleFields splits a rule as iptables-save prints it into arguments, undoing its quoting:
+// a comment with spaces is one double-quoted word, with \" and \\ escaped inside.
+func ruleFields(rule string) []string {
+	var out []string
+	var b strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(rule); i++ {
+		c := rule[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(rule):
+			i++
+			b.WriteByte(rule[i])
+		case c == '"':
+			quoted, inWord = !quoted, true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inWord {
+				out = append(out, b.String())
+				b.Reset()
+				inWord = false
+			}
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, b.String())
+	}
+	return out
 }
 
 // ipsetNames lists the ipsets of this machine.
