@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,6 @@ func TestNodeNetworkPolicy(t *testing.T) {
 		if err := fw.Stop(); err != nil {
 			t.Error(err)
 		}
-		t.Logf("kube-router --cleanup-config left %d of its chains and ipsets, which the suite removed: %v", len(fw.LeftByCleanupConfig), fw.LeftByCleanupConfig)
 		if left, err := fw.Left(); err != nil || len(left) > 0 {
 			t.Errorf("after the firewall stopped, left on the host: %v, %v", left, err)
 		}
@@ -98,12 +98,21 @@ func TestNodeNetworkPolicy(t *testing.T) {
 	})
 
 	t.Run("a namespace the claim allows reaches memcached; others still do not", func(t *testing.T) {
+		// A client in the other namespace keeps trying, refused, while the claim changes: the
+		// time it gets through is when the change is enforced.
+		c := reachCheck{what: "the allowed namespace → memcached", ns: other, proto: "memcached", addr: cache, want: true}
+		pod, err := startReach(c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRunning(t, other, pod)
+		time.Sleep(time.Second)
 		patched := time.Now()
 		patch := fmt.Sprintf(`{"spec":{"networkPolicy":{"allowedNamespaces":{"matchLabels":{%q:%q}}}}}`, corev1.LabelMetadataName, other)
 		if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, name, []byte(patch)); err != nil {
 			t.Fatal(err)
 		}
-		err := kube.Wait(ctx, defaultTimeout, "the NetworkPolicy to admit namespace "+other, func(ctx context.Context) error {
+		err = kube.Wait(ctx, defaultTimeout, "the NetworkPolicy to admit namespace "+other, func(ctx context.Context) error {
 			np, err := env.Kube.Typed.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
@@ -121,9 +130,18 @@ func TestNodeNetworkPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		updated := time.Since(patched)
-		// The client keeps trying until the firewall has caught up with the policy.
-		r := runReach(t, []reachCheck{{what: "the allowed namespace → memcached", ns: other, proto: "memcached", addr: cache, want: true}})[0]
-		t.Logf("NetworkPolicy updated %.1fs after the claim's patch; the allowed namespace's client seen done %.1fs after the patch (%s)", updated.Seconds(), r.done.Sub(patched).Seconds(), r.message)
+		r, err := waitReach(other, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.ok {
+			t.Fatalf("%s: still refused after the claim allowed its namespace: %s", c.what, r.message)
+		}
+		if r.attempts < 2 {
+			t.Errorf("%s: connected at its first attempt, before the claim allowed it: %s", c.what, r.message)
+		}
+		t.Logf("%s: %s", c.what, r.message)
+		t.Logf("the NetworkPolicy updated %.1fs after the claim's patch; the client, refused until then, got through %.1fs after the patch", updated.Seconds(), r.at.Sub(patched).Seconds())
 		runReach(t, []reachCheck{{what: "a namespace the claim does not allow → memcached", ns: stranger, proto: "memcached", addr: cache}})
 	})
 
@@ -234,8 +252,9 @@ const (
 type reachResult struct {
 	ok      bool
 	message string
-	// done is when the suite saw the pod finished.
-	done time.Time
+	// at is when a client that got through got its answer; attempts how many it made.
+	at       time.Time
+	attempts int
 }
 
 // runReach runs the checks' client pods at once and fails the test for each whose outcome is
@@ -264,8 +283,16 @@ func runReach(t *testing.T, checks []reachCheck) []reachResult {
 
 // reach runs one reachCheck's client pod to completion and deletes it.
 func reach(c reachCheck, i int) (reachResult, error) {
-	ctx := context.Background()
-	pods := env.Kube.Typed.CoreV1().Pods(c.ns)
+	pod, err := startReach(c, i)
+	if err != nil {
+		return reachResult{}, err
+	}
+	return waitReach(c.ns, pod)
+}
+
+// startReach creates a reachCheck's client pod, restricted like every pod of the suite, and
+// returns its name.
+func startReach(c reachCheck, i int) (string, error) {
 	args := []string{"-proto=" + c.proto, "-timeout=2s", "-for=" + refuseFor.String()}
 	if c.want {
 		args[2] = "-for=" + admitWithin.String()
@@ -295,14 +322,42 @@ func reach(c reachCheck, i int) (reachResult, error) {
 			}},
 		},
 	}
-	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	created, err := env.Kube.Typed.CoreV1().Pods(c.ns).Create(context.Background(), p, metav1.CreateOptions{})
 	if err != nil {
-		return reachResult{}, errors.Wrap(err, "cannot create the client pod")
+		return "", errors.Wrap(err, "cannot create the client pod")
 	}
-	defer pods.Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) //nolint:errcheck // Best effort; the node's drain removes what is left.
+	return created.Name, nil
+}
+
+// waitRunning waits until the pod's container runs on the real node.
+func waitRunning(t *testing.T, namespace, name string) {
+	t.Helper()
+	err := kube.Wait(context.Background(), defaultTimeout, "pod "+namespace+"/"+name+" running", func(ctx context.Context) error {
+		got, err := env.Kube.Typed.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.PodRunning || got.Spec.NodeName != node.Name {
+			return errors.Errorf("phase %s on node %q", got.Status.Phase, got.Spec.NodeName)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reachedAt matches what reach prints on success: the time and the number of attempts.
+var reachedAt = regexp.MustCompile(` at (\S+) after (\d+) attempts`)
+
+// waitReach waits until the client pod has finished, reads its report and deletes it.
+func waitReach(namespace, name string) (reachResult, error) {
+	ctx := context.Background()
+	pods := env.Kube.Typed.CoreV1().Pods(namespace)
+	defer pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) //nolint:errcheck // Best effort; the node's drain removes what is left.
 	var r reachResult
-	err = kube.Wait(ctx, defaultTimeout, "client pod "+c.ns+"/"+created.Name+" to finish", func(ctx context.Context) error {
-		got, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+	err := kube.Wait(ctx, defaultTimeout, "client pod "+namespace+"/"+name+" to finish", func(ctx context.Context) error {
+		got, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -321,8 +376,18 @@ func reach(c reachCheck, i int) (reachResult, error) {
 				r.message += ": " + strings.TrimSpace(s.State.Terminated.Message)
 			}
 		}
-		r.done = time.Now()
 		return nil
 	})
-	return r, err
+	if err != nil || !r.ok {
+		return r, err
+	}
+	m := reachedAt.FindStringSubmatch(r.message)
+	if m == nil {
+		return r, errors.Errorf("no time and attempts in the client's report %q", r.message)
+	}
+	if r.at, err = time.Parse(time.RFC3339Nano, m[1]); err != nil {
+		return r, errors.Wrapf(err, "cannot parse the client's time %q", m[1])
+	}
+	r.attempts, err = strconv.Atoi(m[2])
+	return r, errors.Wrapf(err, "cannot parse the client's attempts %q", m[2])
 }

@@ -3,7 +3,8 @@
 // /metrics), prints what happened, and exits 0 when it got an answer, 1 when it did not (the
 // connection refused, reset or timed out). With -for it keeps trying until it gets an answer
 // or that long has passed, so that a scenario can wait for a policy change to take effect
-// from inside the cluster. It also writes its last line to /dev/termination-log, where the
+// from inside the cluster; on success it prints the time it got its answer (RFC 3339, UTC),
+// which a suite on the same machine compares with its own clock. It also writes its last line to /dev/termination-log, where the
 // kubelet reads it into the pod's status, so that the suite needs no log access.
 package main
 
@@ -39,7 +40,7 @@ func main() {
 		answer, err := attempt(*proto, addr, *timeout)
 		elapsed := time.Since(start).Round(time.Millisecond)
 		if err == nil {
-			report(fmt.Sprintf("reached %s after %d attempts in %s: %s", addr, attempts, elapsed, answer))
+			report(fmt.Sprintf("reached %s at %s after %d attempts in %s: %s", addr, time.Now().UTC().Format(time.RFC3339Nano), attempts, elapsed, answer))
 			os.Exit(0)
 		}
 		if time.Since(start)+*timeout > *until {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,22 +53,18 @@ type FirewallOptions struct {
 	Kubeconfig string
 	// ServiceCIDR is the control plane's service range.
 	ServiceCIDR string
-	// LogDir receives kube-router.log and kube-router-cleanup.log.
+	// LogDir receives kube-router.log.
 	LogDir string
 	PIDs   *proc.PIDFile
 }
 
 // A Firewall is kube-router's network policy controller running for the real node.
 type Firewall struct {
-	opts    FirewallOptions
 	Process *proc.Process
 	// MetricsURL is kube-router's Prometheus endpoint, on 127.0.0.1.
 	MetricsURL string
 	// Synced is how long kube-router took, from its start, to install its chains.
 	Synced time.Duration
-	// LeftByCleanupConfig are the firewall's chains and ipsets still there after
-	// kube-router --cleanup-config, which Stop then removes itself.
-	LeftByCleanupConfig []string
 	// chains and sets are what existed before it started.
 	chains map[string][]string
 	sets   []string
@@ -84,7 +79,7 @@ func StartFirewall(ctx context.Context, o FirewallOptions) (f *Firewall, err err
 	if _, err := os.Stat(o.Binary); err != nil {
 		return nil, errors.Wrapf(err, "no kube-router at %s (make node-tools)", o.Binary)
 	}
-	f = &Firewall{opts: o, chains: map[string][]string{}}
+	f = &Firewall{chains: map[string][]string{}}
 	for _, ipt := range []string{"iptables", "ip6tables"} {
 		chains, _, err := iptablesSave(ipt, "filter")
 		if err != nil {
@@ -162,9 +157,11 @@ func (f *Firewall) RSS() (int64, error) {
 	return 0, errors.New("no VmRSS in kube-router's status")
 }
 
-// Stop stops kube-router and removes its chains and ipsets: first with its own
-// --cleanup-config, then whatever that left (v2.1.0's cleanup mode builds its network policy
-// controller without iptables or ipset handlers, so it removes none of them). It returns what
+// Stop stops kube-router and removes the chains and ipsets it made (and the rules of the
+// built-in chains that jump to them). It does not run kube-router --cleanup-config: in v2.1.0
+// that mode builds its network policy controller without iptables or ipset handlers, so it
+// removes none of them while logging success, then tries to flush every IPVS definition on the
+// machine and panics (a nil pointer in the service proxy's hairpin clean-up). It returns what
 // it could not remove. It is safe to call more than once.
 func (f *Firewall) Stop() error {
 	var errs []string
@@ -172,14 +169,6 @@ func (f *Firewall) Stop() error {
 		if err := f.Process.Stop(); err != nil {
 			errs = append(errs, err.Error())
 		}
-		if err := f.cleanupConfig(); err != nil {
-			errs = append(errs, err.Error())
-		}
-		left, err := f.Left()
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-		f.LeftByCleanupConfig = left
 	}
 	if err := removeChainsMatching(f.chains, []string{"filter"}, isFirewallChain); err != nil {
 		errs = append(errs, err.Error())
@@ -218,20 +207,6 @@ func (f *Firewall) Left() ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// cleanupConfig runs kube-router --cleanup-config, logging to kube-router-cleanup.log.
-func (f *Firewall) cleanupConfig() error {
-	log, err := os.OpenFile(f.opts.LogDir+"/kube-router-cleanup.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) //nolint:gosec // A log.
-	if err != nil {
-		return errors.Wrap(err, "cannot open kube-router's cleanup log")
-	}
-	defer log.Close() //nolint:errcheck // Best effort.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, f.opts.Binary, "--cleanup-config") //nolint:gosec // Our own binary.
-	cmd.Stdout, cmd.Stderr = log, log
-	return errors.Wrap(cmd.Run(), "kube-router --cleanup-config")
 }
 
 // FirewallRules returns the iptables rules of the firewall's chains (iptables-save lines),
