@@ -105,8 +105,10 @@ func TestNodeNetworkPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Long enough for the firewall to know the new pod's address (0.2–1 s seen), so that
+		// what refuses it from then on is the policy.
 		waitRunning(t, other, pod)
-		time.Sleep(time.Second)
+		time.Sleep(2 * time.Second)
 		patched := time.Now()
 		patch := fmt.Sprintf(`{"spec":{"networkPolicy":{"allowedNamespaces":{"matchLabels":{%q:%q}}}}}`, corev1.LabelMetadataName, other)
 		if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, name, []byte(patch)); err != nil {
