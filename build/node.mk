@@ -7,7 +7,8 @@
 #   make e2e E2E_NODE=off      skips it, saying so: the TestNode… scenarios are skipped and the
 #                              function runs as a host process
 #   make node-packages         install (as root) the pinned Debian packages the lane needs
-#   make node-tools            build the kubelet, the pause binary and the memcached exporter
+#   make node-tools            build the kubelet, the pause binary, the memcached exporter, the
+#                              network policy scenario's client and kube-router
 #
 # E2E_NODE is exported to the suite, which fails loudly when the lane is on and the machine
 # cannot run it (not root, no cgroup memory controller, a package missing).
@@ -22,18 +23,20 @@ endif
 # Debian bookworm packages, pinned. containerd, runc and the CNI plugins run the pods; iptables
 # is what the kubelet programs its canary chains with; conntrack is what it flushes stale UDP
 # flows with; memcached is the binary the memcached image is built from; iproute2 sets up the
-# node's bridge.
+# node's bridge; ipset (with iptables) is what kube-router's network policy firewall programs.
 NODE_PACKAGES := \
 	containerd=1.6.20~ds1-1+deb12u3 \
 	runc=1.1.5+ds1-1+deb12u1 \
 	containernetworking-plugins=1.1.1+ds1-3+b5 \
 	iptables=1.8.9-2 \
+	ipset=7.17-1 \
 	conntrack=1:1.4.7-1+b2 \
 	$(MEMCACHED_PACKAGE) \
 	iproute2=6.1.0-3
 
 MEMCACHED_EXPORTER_VERSION := 0.14.4
-NODE_TOOLS := $(BIN)/kubelet $(BIN)/pause $(BIN)/memcached_exporter
+KUBE_ROUTER_VERSION := v2.1.0
+NODE_TOOLS := $(BIN)/kubelet $(BIN)/pause $(BIN)/memcached_exporter $(BIN)/reach $(BIN)/kube-router
 
 ## node-packages: install the node lane's Debian packages at their pinned versions, as root;
 # a no-op when every one is installed at that version. Services are not started: the suite runs
@@ -76,6 +79,22 @@ $(BIN)/memcached_exporter: tools/memcached-exporter/go.mod tools/memcached-expor
 .PHONY: $(BIN)/pause
 $(BIN)/pause: | $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/pause
+
+# The network policy scenario's client, for an image with nothing else in it; relinked like
+# pause.
+.PHONY: $(BIN)/reach
+$(BIN)/reach: | $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/reach
+
+# kube-router, of which the network policy scenario runs only the firewall (iptables and ipset)
+# on the real node, to enforce the NetworkPolicies the function renders. A test tool on
+# loopback, never shipped: v2.1.0, the only version the module proxy serves, has reported
+# security flaws (docs/e2e.md).
+$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN)
+	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only, ~3 minutes)"
+	CGO_ENABLED=0 $(GO) -C tools/kube-router build -trimpath -o $@ \
+		-ldflags "$(E2E_LDFLAGS) -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBE_ROUTER_VERSION)" \
+		github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 
 ## node-tools: build the node lane's binaries into bin/.
 .PHONY: node-tools

@@ -44,6 +44,10 @@ const (
 	laneMaxSize     = 5
 )
 
+// laneMonitoringNamespace is the namespace the lane's Input names for monitoring: the
+// NetworkPolicy of a claim with metrics on admits its pods, and only its, to the metrics port.
+const laneMonitoringNamespace = "node-monitoring"
+
 var laneOnce struct {
 	sync.Once
 	err error
@@ -71,6 +75,7 @@ func applyLaneComposition(ctx context.Context) error {
 			"exporterImage": env.Images.Exporter,
 			"memoryLimitMB": int64(64),
 		},
+		"metrics": map[string]any{"monitoringNamespace": laneMonitoringNamespace},
 		"policy": map[string]any{
 			"maxSize":           int64(laneMaxSize),
 			"maxMemoryLimitMB":  int64(laneMaxMemoryMB),

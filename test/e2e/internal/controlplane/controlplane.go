@@ -36,6 +36,10 @@ import (
 // startTimeout bounds each component's start; a cold API server is ready in ~3 s.
 const startTimeout = 90 * time.Second
 
+// ServiceCIDR is the API server's service range, which the real node's network policy
+// firewall must know too.
+const ServiceCIDR = "10.96.0.0/24"
+
 // Options configure a control plane.
 type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
@@ -374,7 +378,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+cp.cert("sa.pub"),
 		"--service-account-signing-key-file="+cp.cert("sa.key"),
-		"--service-cluster-ip-range=10.96.0.0/24",
+		"--service-cluster-ip-range="+ServiceCIDR,
 		"--authorization-mode=RBAC",
 		// PodSecurity is on by default; named so that the suite fails loudly if a default ever
 		// changes. PodNodeSelector and PodTolerationRestriction let a namespace's annotations

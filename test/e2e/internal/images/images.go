@@ -1,5 +1,5 @@
 // Package images builds the container images the end-to-end suite's real node runs — the pod
-// sandbox, memcached and the memcached exporter — from files of this machine, and pushes them
+// sandbox, memcached, the memcached exporter and a network client — from files of this machine, and pushes them
 // to the suite's registry. No public registry is reachable here and no Docker engine runs, so
 // each image is one layer written with go-containerregistry: the binary, the shared libraries
 // `ldd` lists for it, and the few files it reads (/etc/passwd, /etc/group).
@@ -201,6 +201,16 @@ func Exporter(bin string) (v1.Image, error) {
 		return nil, err
 	}
 	return Build(Spec{Files: []File{f}, User: "65534:65534", Entrypoint: []string{"/bin/memcached_exporter"}})
+}
+
+// Reach is the network policy scenario's client image from the static binary at bin
+// (test/e2e/cmd/reach): /reach as the entrypoint, run as nobody.
+func Reach(bin string) (v1.Image, error) {
+	f, err := HostFile(bin, "/reach")
+	if err != nil {
+		return nil, err
+	}
+	return Build(Spec{Files: []File{f}, User: "65534:65534", Entrypoint: []string{"/reach"}})
 }
 
 // Push pushes img to ref (host/repository:tag, plain HTTP on a loopback host) and returns ref.

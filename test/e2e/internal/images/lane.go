@@ -16,13 +16,16 @@ type Lane struct {
 	Pause string
 	// Memcached and Exporter are what the node lane's Composition defaults claims to.
 	Memcached, Exporter string
+	// Reach is the client the network policy scenario runs in pods (test/e2e/cmd/reach).
+	Reach string
 	// Registry is the registry's host:port, the only one the lane's policy allows.
 	Registry string
 }
 
 // BuildLane builds the pause image from binDir/pause, the memcached image from Debian's
-// memcached and the exporter image from binDir/memcached_exporter, tags each with the version
-// of the binary it holds, and pushes them to the registry at host.
+// memcached, the exporter image from binDir/memcached_exporter and the client image from
+// binDir/reach, tags each with the version of the binary it holds (the suite's own binaries
+// with 1), and pushes them to the registry at host.
 func BuildLane(ctx context.Context, host, binDir string) (Lane, error) {
 	memcachedVersion, err := Version(HostMemcached, "-V")
 	if err != nil {
@@ -42,6 +45,7 @@ func BuildLane(ctx context.Context, host, binDir string) (Lane, error) {
 		{&l.Pause, "e2e/pause:1", func() (v1.Image, error) { return Pause(filepath.Join(binDir, "pause")) }},
 		{&l.Memcached, "e2e/memcached:" + memcachedVersion, func() (v1.Image, error) { return Memcached(HostMemcached) }},
 		{&l.Exporter, "e2e/memcached-exporter:v" + exporterVersion, func() (v1.Image, error) { return Exporter(exporterBin) }},
+		{&l.Reach, "e2e/reach:1", func() (v1.Image, error) { return Reach(filepath.Join(binDir, "reach")) }},
 	} {
 		img, err := i.build()
 		if err != nil {

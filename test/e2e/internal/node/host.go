@@ -29,6 +29,7 @@ var hostRequirements = []struct{ path, from string }{
 	{CNIBinDir + "/loopback", "containernetworking-plugins"},
 	{"/usr/sbin/iptables", "iptables"},
 	{"/usr/sbin/ip6tables", "iptables"},
+	{"/usr/sbin/ipset", "ipset"},
 	{"/usr/sbin/conntrack", "conntrack"},
 	{"/usr/bin/memcached", "memcached"},
 	{"/usr/sbin/ip", "iproute2"},
@@ -104,6 +105,8 @@ type hostState struct {
 	Chains map[string][]string
 	// Netns lists /run/netns's entries before.
 	Netns []string
+	// IPSets lists the ipsets that already existed.
+	IPSets []string
 	// Existed tells, per fixed directory and per cgroup hierarchy's kubepods, whether it
 	// existed before.
 	Existed map[string]bool
@@ -114,7 +117,7 @@ type hostState struct {
 // suite when it is still there.
 func StatePath(dir string) string { return filepath.Join(dir, "state.json") }
 
-func snapshot(dir, logDir string) (*hostState, error) {
+func snapshot(dir, logDir string) (_ *hostState, err error) {
 	s := &hostState{Dir: dir, LogDir: logDir, Bridge: Bridge, Sysctls: map[string]string{}, Chains: map[string][]string{}, Existed: map[string]bool{}, Started: time.Now()}
 	for _, k := range sysctls {
 		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
@@ -133,6 +136,9 @@ func snapshot(dir, logDir string) (*hostState, error) {
 		}
 	}
 	s.Netns = dirEntries("/run/netns")
+	if s.IPSets, err = ipsetNames(); err != nil {
+		return nil, err
+	}
 	for _, d := range append(append([]string{}, fixedDirs...), kubepodsCgroups()...) {
 		_, err := os.Lstat(d)
 		s.Existed[d] = err == nil
@@ -213,6 +219,7 @@ func Down(dir string) error {
 		fail(run("ip", "link", "del", s.Bridge))
 	}
 	fail(removeChains(s))
+	fail(removeIPSets(s.IPSets, isFirewallSet))
 	fail(removeCgroups(s))
 	for k, v := range s.Sysctls {
 		fail(errors.Wrapf(os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0o644), "cannot restore sysctl %s=%s", k, v)) //nolint:gosec // A sysctl.
@@ -389,12 +396,20 @@ func removeNetns(s *hostState) error {
 	return nil
 }
 
-// removeChains deletes every KUBE-* chain that did not exist before, and the rules of other
-// chains that jump to one of them.
+// removeChains deletes every KUBE-* chain that did not exist before (the kubelet's and, after
+// a crash, the network policy firewall's), and the rules of other chains that jump to one of
+// them.
 func removeChains(s *hostState) error {
+	return removeChainsMatching(s.Chains, iptablesTables, func(c string) bool { return strings.HasPrefix(c, "KUBE-") })
+}
+
+// removeChainsMatching deletes, in each table of iptables and ip6tables, the chains match
+// selects that are not in before (per "iptables/filter" and so on), and the rules of other
+// chains that jump to one of them.
+func removeChainsMatching(before map[string][]string, tables []string, match func(chain string) bool) error {
 	var errs []string
 	for _, ipt := range []string{"iptables", "ip6tables"} {
-		for _, t := range iptablesTables {
+		for _, t := range tables {
 			chains, rules, err := iptablesSave(ipt, t)
 			if err != nil {
 				errs = append(errs, err.Error())
@@ -402,7 +417,7 @@ func removeChains(s *hostState) error {
 			}
 			var added []string
 			for _, c := range chains {
-				if strings.HasPrefix(c, "KUBE-") && !slices.Contains(s.Chains[ipt+"/"+t], c) {
+				if match(c) && !slices.Contains(before[ipt+"/"+t], c) {
 					added = append(added, c)
 				}
 			}
@@ -410,7 +425,7 @@ func removeChains(s *hostState) error {
 				continue
 			}
 			for _, r := range rules {
-				f := strings.Fields(r)
+				f := ruleFields(r)
 				for i := range len(f) - 1 {
 					if (f[i] == "-j" || f[i] == "-g") && slices.Contains(added, f[i+1]) && !slices.Contains(added, f[1]) {
 						if err := run(ipt, append([]string{"-t", t, "-D"}, f[1:]...)...); err != nil {
@@ -430,7 +445,68 @@ func removeChains(s *hostState) error {
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Errorf("cannot remove the kubelet's iptables chains: %s", strings.Join(errs, "; "))
+		return errors.Errorf("cannot remove iptables chains: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ruleFields splits a rule as iptables-save prints it into arguments, undoing its quoting:
+// a comment with spaces is one double-quoted word, with \" and \\ escaped inside.
+func ruleFields(rule string) []string {
+	var out []string
+	var b strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(rule); i++ {
+		c := rule[i]
+		switch {
+		case quoted && c == '\\' && i+1 < len(rule):
+			i++
+			b.WriteByte(rule[i])
+		case c == '"':
+			quoted, inWord = !quoted, true
+		case !quoted && (c == ' ' || c == '\t'):
+			if inWord {
+				out = append(out, b.String())
+				b.Reset()
+				inWord = false
+			}
+		default:
+			b.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// ipsetNames lists the ipsets of this machine.
+func ipsetNames() ([]string, error) {
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot list ipsets")
+	}
+	return strings.Fields(string(out)), nil
+}
+
+// removeIPSets destroys the ipsets match selects that are not in before. The chains that
+// match against them must be gone first.
+func removeIPSets(before []string, match func(set string) bool) error {
+	names, err := ipsetNames()
+	if err != nil {
+		return err
+	}
+	var errs []string
+	for _, n := range names {
+		if match(n) && !slices.Contains(before, n) {
+			if err := run("ipset", "destroy", n); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Errorf("cannot remove ipsets: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

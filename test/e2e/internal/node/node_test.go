@@ -47,6 +47,28 @@ func TestUnescapeMount(t *testing.T) {
 	}
 }
 
+func TestRuleFields(t *testing.T) {
+	cases := map[string]struct {
+		reason, in string
+		want       []string
+	}{
+		"Plain": {"A rule without quotes splits on spaces.", "-A INPUT -j KUBE-FIREWALL", []string{"-A", "INPUT", "-j", "KUBE-FIREWALL"}},
+		"Comment": {"A quoted comment with spaces is one argument, without its quotes (kube-router's jumps).",
+			`-A INPUT -m comment --comment "kube-router netpol - 4IA2OSFRMVNDXBVV" -j KUBE-ROUTER-INPUT`,
+			[]string{"-A", "INPUT", "-m", "comment", "--comment", "kube-router netpol - 4IA2OSFRMVNDXBVV", "-j", "KUBE-ROUTER-INPUT"}},
+		"Escapes": {"Escaped quotes and backslashes inside quotes are unescaped.", `-A X -m comment --comment "a \"b\" \\c" -j Y`,
+			[]string{"-A", "X", "-m", "comment", "--comment", `a "b" \c`, "-j", "Y"}},
+		"Empty": {"An empty quoted word is an argument.", `-A X --comment "" -j Y`, []string{"-A", "X", "--comment", "", "-j", "Y"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ruleFields(tc.in)); diff != "" {
+				t.Errorf("%s\nruleFields(%q): -want +got:\n%s", tc.reason, tc.in, diff)
+			}
+		})
+	}
+}
+
 // Down unmounts and removes only what belongs to the node.
 func TestOurs(t *testing.T) {
 	s := &hostState{Dir: "/work/_output/e2e/node", Netns: []string{"cni-old"}}

@@ -1,0 +1,400 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/test/e2e/internal/controlplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/node"
+)
+
+// The NetworkPolicy a claim gets is enforced, with a network policy implementation running on
+// the real node (kube-router's firewall, iptables and ipsets on the node's bridge): clients in
+// the claim's namespace reach memcached and clients elsewhere are refused, until the claim
+// names their namespace in spec.networkPolicy.allowedNamespaces; the metrics port admits the
+// monitoring namespace the platform's Input names, and no one else; and the claim stays
+// Available throughout, the kubelet's probes passing under enforcement. Every client is a pod
+// on the real node, as an application's would be.
+func TestNodeNetworkPolicy(t *testing.T) {
+	requireNode(t)
+	t.Parallel()
+	ctx := context.Background()
+	began := time.Now()
+
+	fw, err := node.StartFirewall(ctx, node.FirewallOptions{
+		Binary:      filepath.Join(env.BinDir, "kube-router"),
+		Kubeconfig:  env.ControlPlane.KubeconfigPath(),
+		ServiceCIDR: controlplane.ServiceCIDR,
+		LogDir:      env.LogDir,
+		PIDs:        env.PIDs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := fw.Stop(); err != nil {
+			t.Error(err)
+		}
+		if left, err := fw.Left(); err != nil || len(left) > 0 {
+			t.Errorf("after the firewall stopped, left on the host: %v, %v", left, err)
+		}
+	})
+	t.Logf("kube-router's firewall synced its chains %.1fs after it started", fw.Synced.Seconds())
+
+	ns := newNodeNamespace(t, "node-netpol")
+	other := newNodeNamespace(t, "node-netpol-other")
+	stranger := newNodeNamespace(t, "node-netpol-stranger")
+	if err := env.Kube.EnsureNamespace(ctx, laneMonitoringNamespace, restricted); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.OptIn(ctx, env.Kube, laneMonitoringNamespace); err != nil {
+		t.Fatal(err)
+	}
+
+	const name = "sessions"
+	applied := time.Now()
+	apply(t, newNodeClaim(ns, name, 1, map[string]any{
+		"metrics": map[string]any{"enabled": true},
+		"auth":    map[string]any{"enabled": false},
+	}))
+	waitAvailable(t, claimGVK, ns, name, 1)
+	pod := waitPodsReady(t, ns, name, 1)[0]
+	ready := time.Since(applied)
+	afterReady := waitPolicyRules(t, name, pod.Status.PodIP)
+	t.Logf("claim Available and its pod Ready %.1fs after apply; kube-router's rules for the policy and the pod in place %.1fs after apply (waited %.1fs after Ready)", ready.Seconds(), time.Since(applied).Seconds(), afterReady.Seconds())
+
+	stop := watchAvailable(ns, name)
+
+	cache := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(render.Port))
+	metrics := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(render.MetricsPort))
+	t.Run("by default only the claim's namespace reaches memcached, only the monitoring namespace the metrics", func(t *testing.T) {
+		checks := []reachCheck{
+			{what: "the claim's namespace → memcached", ns: ns, proto: "memcached", addr: cache, want: true},
+			{what: "another namespace → memcached", ns: other, proto: "memcached", addr: cache},
+			{what: "the monitoring namespace → metrics", ns: laneMonitoringNamespace, proto: "metrics", addr: metrics, want: true},
+			{what: "the claim's namespace → metrics", ns: ns, proto: "metrics", addr: metrics},
+			{what: "another namespace → metrics", ns: other, proto: "metrics", addr: metrics},
+		}
+		runReach(t, checks)
+	})
+
+	t.Run("a namespace the claim allows reaches memcached; others still do not", func(t *testing.T) {
+		// A client in the other namespace keeps trying, refused, while the claim changes: the
+		// time it gets through is when the change is enforced.
+		c := reachCheck{what: "the allowed namespace → memcached", ns: other, proto: "memcached", addr: cache, want: true}
+		pod, err := startReach(c, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Long enough for the firewall to know the new pod's address (0.2–1 s seen), so that
+		// what refuses it from then on is the policy.
+		waitRunning(t, other, pod)
+		time.Sleep(2 * time.Second)
+		patched := time.Now()
+		patch := fmt.Sprintf(`{"spec":{"networkPolicy":{"allowedNamespaces":{"matchLabels":{%q:%q}}}}}`, corev1.LabelMetadataName, other)
+		if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, name, []byte(patch)); err != nil {
+			t.Fatal(err)
+		}
+		err = kube.Wait(ctx, defaultTimeout, "the NetworkPolicy to admit namespace "+other, func(ctx context.Context) error {
+			np, err := env.Kube.Typed.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, r := range np.Spec.Ingress {
+				for _, from := range r.From {
+					if from.NamespaceSelector != nil && from.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] == other {
+						return nil
+					}
+				}
+			}
+			return errors.Errorf("ingress %+v", np.Spec.Ingress)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		updated := time.Since(patched)
+		r, err := waitReach(other, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.ok {
+			t.Fatalf("%s: still refused after the claim allowed its namespace: %s", c.what, r.message)
+		}
+		if r.attempts < 2 {
+			t.Errorf("%s: connected at its first attempt, before the claim allowed it: %s", c.what, r.message)
+		}
+		t.Logf("%s: %s", c.what, r.message)
+		t.Logf("the NetworkPolicy updated %.1fs after the claim's patch; the client, refused until then, got through %.1fs after the patch", updated.Seconds(), r.at.Sub(patched).Seconds())
+		runReach(t, []reachCheck{{what: "a namespace the claim does not allow → memcached", ns: stranger, proto: "memcached", addr: cache}})
+	})
+
+	t.Run("the claim stays Available under enforcement, its pod Ready and never restarted", func(t *testing.T) {
+		if gaps := stop(); len(gaps) > 0 {
+			t.Errorf("the claim was not Available at times: %s", strings.Join(gaps, "; "))
+		}
+		waitAvailable(t, claimGVK, ns, name, 1)
+		got, err := env.Kube.Typed.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range got.Status.ContainerStatuses {
+			if s.RestartCount != 0 || !s.Ready {
+				t.Errorf("container %s: restarts %d ready %v, want 0 and true (its probes fail under the policy?)", s.Name, s.RestartCount, s.Ready)
+			}
+		}
+	})
+
+	rss, err := fw.RSS()
+	if err != nil {
+		t.Error(err)
+	}
+	m, err := scrape(ctx, fw.MetricsURL)
+	if err != nil {
+		t.Error(err)
+	}
+	syncs := m["kube_router_controller_iptables_sync_time_count"]
+	t.Logf("scenario took %.1fs; kube-router's resident memory %d MiB; it synced its rules %v times, %.0f ms each on average", time.Since(began).Seconds(), rss>>20, syncs, 1000*m["kube_router_controller_iptables_sync_time_sum"]/max(syncs, 1))
+}
+
+// waitPolicyRules waits until the firewall filters traffic to the pod at ip through the
+// NetworkPolicy named policy, and returns how long it waited.
+func waitPolicyRules(t *testing.T, policy, ip string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	err := kube.Wait(context.Background(), defaultTimeout, "kube-router's rules for NetworkPolicy "+policy+" and pod "+ip, func(context.Context) error {
+		rules, err := node.FirewallRules()
+		if err != nil {
+			return err
+		}
+		dest, through := false, false
+		for _, r := range rules {
+			dest = dest || strings.Contains(r, "-d "+ip+"/32")
+			through = through || strings.Contains(r, "run through nw policy "+policy)
+		}
+		if !dest || !through {
+			return errors.Errorf("%d rules; one for %s: %v, one through the policy: %v", len(rules), ip, dest, through)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// watchAvailable polls the claim every second until the returned function is called, which
+// returns every time it was seen not Available.
+func watchAvailable(namespace, name string) func() []string {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var gaps []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			m, err := getMemcached(ctx, claimGVK, namespace, name)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil || m.Available != "True" {
+				mu.Lock()
+				gaps = append(gaps, fmt.Sprintf("%s: %s %v", time.Now().Format(time.TimeOnly), m, err))
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(gaps)
+	}
+}
+
+// A reachCheck runs the reach client in a pod of ns against addr, speaking proto; want says
+// whether it must get an answer or be refused.
+//
+// A client admitted by the policy keeps trying for up to admitWithin: the firewall learns of
+// a new pod's address from the API server, and until it has, the pod is refused like any
+// stranger. A client that must be refused keeps trying for refuseFor, and every attempt must
+// fail.
+type reachCheck struct {
+	what, ns, proto, addr string
+	want                  bool
+}
+
+const (
+	admitWithin = 45 * time.Second
+	refuseFor   = 5 * time.Second
+)
+
+// A reachResult is what a reach pod reported.
+type reachResult struct {
+	ok      bool
+	message string
+	// at is when a client that got through got its answer; attempts how many it made.
+	at       time.Time
+	attempts int
+}
+
+// runReach runs the checks' client pods at once and fails the test for each whose outcome is
+// not what it wants; it returns their results in order.
+func runReach(t *testing.T, checks []reachCheck) []reachResult {
+	t.Helper()
+	results := make([]reachResult, len(checks))
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() { results[i], errs[i] = reach(c, i) })
+	}
+	wg.Wait()
+	for i, c := range checks {
+		switch {
+		case errs[i] != nil:
+			t.Errorf("%s: %v", c.what, errs[i])
+		case results[i].ok != c.want:
+			t.Errorf("%s: connected %v, want %v: %s", c.what, results[i].ok, c.want, results[i].message)
+		default:
+			t.Logf("%s: %s", c.what, results[i].message)
+		}
+	}
+	return results
+}
+
+// reach runs one reachCheck's client pod to completion and deletes it.
+func reach(c reachCheck, i int) (reachResult, error) {
+	pod, err := startReach(c, i)
+	if err != nil {
+		return reachResult{}, err
+	}
+	return waitReach(c.ns, pod)
+}
+
+// startReach creates a reachCheck's client pod, restricted like every pod of the suite, and
+// returns its name.
+func startReach(c reachCheck, i int) (string, error) {
+	args := []string{"-proto=" + c.proto, "-timeout=2s", "-for=" + refuseFor.String()}
+	if c.want {
+		args[2] = "-for=" + admitWithin.String()
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: fmt.Sprintf("reach-%s-%d-", c.proto, i), Labels: map[string]string{"app.kubernetes.io/name": "reach"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         ptr.To[int64](120),
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			AutomountServiceAccountToken:  ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](65534),
+				RunAsGroup:     ptr.To[int64](65534),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:  "reach",
+				Image: env.Images.Reach,
+				Args:  append(args, c.addr),
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	created, err := env.Kube.Typed.CoreV1().Pods(c.ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		return "", errors.Wrap(err, "cannot create the client pod")
+	}
+	return created.Name, nil
+}
+
+// waitRunning waits until the pod's container runs on the real node.
+func waitRunning(t *testing.T, namespace, name string) {
+	t.Helper()
+	err := kube.Wait(context.Background(), defaultTimeout, "pod "+namespace+"/"+name+" running", func(ctx context.Context) error {
+		got, err := env.Kube.Typed.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1.PodRunning || got.Spec.NodeName != node.Name {
+			return errors.Errorf("phase %s on node %q", got.Status.Phase, got.Spec.NodeName)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reachedAt matches what reach prints on success: the time and the number of attempts.
+var reachedAt = regexp.MustCompile(` at (\S+) after (\d+) attempts`)
+
+// waitReach waits until the client pod has finished, reads its report and deletes it.
+func waitReach(namespace, name string) (reachResult, error) {
+	ctx := context.Background()
+	pods := env.Kube.Typed.CoreV1().Pods(namespace)
+	defer pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) //nolint:errcheck // Best effort; the node's drain removes what is left.
+	var r reachResult
+	err := kube.Wait(ctx, defaultTimeout, "client pod "+namespace+"/"+name+" to finish", func(ctx context.Context) error {
+		got, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Spec.NodeName != "" && got.Spec.NodeName != node.Name {
+			return errors.Errorf("on node %q, not the real node", got.Spec.NodeName)
+		}
+		switch got.Status.Phase {
+		case corev1.PodSucceeded, corev1.PodFailed:
+		default:
+			return errors.Errorf("phase %s", got.Status.Phase)
+		}
+		r.ok = got.Status.Phase == corev1.PodSucceeded
+		r.message = string(got.Status.Phase)
+		for _, s := range got.Status.ContainerStatuses {
+			if s.State.Terminated != nil {
+				r.message += ": " + strings.TrimSpace(s.State.Terminated.Message)
+			}
+		}
+		return nil
+	})
+	if err != nil || !r.ok {
+		return r, err
+	}
+	m := reachedAt.FindStringSubmatch(r.message)
+	if m == nil {
+		return r, errors.Errorf("no time and attempts in the client's report %q", r.message)
+	}
+	if r.at, err = time.Parse(time.RFC3339Nano, m[1]); err != nil {
+		return r, errors.Wrapf(err, "cannot parse the client's time %q", m[1])
+	}
+	r.attempts, err = strconv.Atoi(m[2])
+	return r, errors.Wrapf(err, "cannot parse the client's attempts %q", m[2])
+}
