@@ -128,12 +128,18 @@ func Available(d *appsv1.Deployment, w Want, previous string) Condition {
 		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing from %d to %d replicas (%d available)", replicas, w.Replicas, avail)}
 	case d.GetAnnotations()[render.AnnotationSpec] != w.Spec:
 		return Condition{Reason: ReasonProgressing, Message: "rolling out: the new spec is not applied yet, " + counts}
+	case previous == ReasonResizing:
+		// The new size is applied (the provider judges the Deployment its apply returned,
+		// which the Deployment controller has not seen yet): still a resize.
+		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing to %d replicas: %s", w.Replicas, counts)}
 	case d.Status.ObservedGeneration < d.Generation:
 		return Condition{Reason: ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, " + counts}
-	case previous == ReasonResizing:
-		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing to %d replicas: %s", w.Replicas, counts)}
 	case d.Status.UpdatedReplicas != w.Replicas || d.Status.Replicas != w.Replicas:
 		return Condition{Reason: ReasonProgressing, Message: fmt.Sprintf("rolling out: %d/%d replicas updated, %s", d.Status.UpdatedReplicas, w.Replicas, counts)}
+	case previous == ReasonProgressing:
+		// Every replica runs the new spec and some are not available yet: the rollout is
+		// not over. Degraded is for a Memcached that lost replicas with nothing changing.
+		return Condition{Reason: ReasonProgressing, Message: "rolling out: " + counts}
 	default:
 		return Condition{Reason: ReasonDegraded, Message: counts}
 	}

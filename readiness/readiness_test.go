@@ -186,6 +186,16 @@ func TestAvailable(t *testing.T) {
 			args:   args{deployment(3, 4, 1, 3, stuck, stamped("old")), want(3), ReasonStalled},
 			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: the new spec is not applied yet, 3/3 replicas available"},
 		},
+		"ResizeAppliedNotObserved": {
+			reason: "A resize whose new size is applied but not yet seen by the Deployment controller (what the provider's apply returns) is still Resizing, not a rollout.",
+			args:   args{deployment(3, 1, 1, 1, func(d *appsv1.Deployment) { d.Status.ObservedGeneration = 1 }), want(3), ReasonResizing},
+			want:   Condition{Reason: ReasonResizing, Message: "resizing to 3 replicas: 1/3 replicas available"},
+		},
+		"RolloutUpdatedNotAllAvailable": {
+			reason: "A rollout whose replicas all run the new spec, some not available yet, is still Progressing: it never served at this spec, so it is not Degraded.",
+			args:   args{deployment(3, 3, 3, 2), want(3), ReasonProgressing},
+			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: 2/3 replicas available"},
+		},
 		"Degraded": {
 			reason: "A replica lost with nothing changing is Degraded.",
 			args:   args{deployment(3, 3, 3, 2), want(3), ReasonAvailable},

@@ -861,7 +861,7 @@ func TestCreateAndUpdate(t *testing.T) {
 			want: want{details: details, applies: everything, live: ours, available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/3 replicas available"}},
 		},
 		"ResizingFromWhatTheApplyReturned": {
-			reason: "A remote resize reads like a local one: once applied, rolling out until the Deployment controller has seen the new size, with the replicas available now.",
+			reason: "A remote resize reads like a local one: Resizing, judged on the Deployment the apply returned, with the replicas available now.",
 			args: args{
 				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
 					return with(applied(t, instance(), rollout(3)), funcs)
@@ -869,7 +869,7 @@ func TestCreateAndUpdate(t *testing.T) {
 				cr: instance(was(available), size(2)), observe: true,
 			},
 			want: want{details: details, applies: everything, live: live{Replicas: 2, Image: image, Service: true, PDB: true, Ours: true},
-				available: &readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, 3/2 replicas available"}},
+				available: &readiness.Condition{Reason: readiness.ReasonResizing, Message: "resizing to 2 replicas: 3/2 replicas available"}},
 		},
 		"UpdateRemovesStalePDB": {
 			reason: "Resizing to one replica removes the Instance's PodDisruptionBudget.",
