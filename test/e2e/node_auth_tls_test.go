@@ -73,7 +73,8 @@ func applySecuredComposition(ctx context.Context) error {
 // and a client with the connection Secret's details (its CA to verify the certificate against
 // the host name, its username and password) stores and reads keys on every replica; a client
 // without credentials, with a wrong password, or speaking plaintext is refused. The exporter,
-// through the auth proxy, reports memcached up and the items written.
+// through the auth proxy, reports memcached up and the items written. An application pod in
+// the claim's namespace that mounts the connection Secret connects with what it holds.
 func TestNodeAuthAndTLS(t *testing.T) {
 	requireNode(t)
 	requireSecuredComposition(t)
@@ -176,5 +177,14 @@ func TestNodeAuthAndTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	// Last: its key would change the exporter's item count.
+	t.Run("a pod in the claim's namespace connects with the connection Secret; one without it is refused", func(t *testing.T) {
+		addr := net.JoinHostPort(pods[0].Status.PodIP, strconv.Itoa(render.Port))
+		runReach(t, []reachCheck{
+			{what: "an application mounting " + name + "-memcached", ns: ns, proto: "memcached", addr: addr, want: true, secret: name + "-memcached"},
+			{what: "a client without the connection Secret", ns: ns, proto: "memcached", addr: addr},
+		})
 	})
 }

@@ -248,6 +248,9 @@ func watchAvailable(namespace, name string) func() []string {
 type reachCheck struct {
 	what, ns, proto, addr string
 	want                  bool
+	// secret, when set, is a connection Secret the client mounts and connects as it says
+	// (TLS, credentials), as an application of the claim does.
+	secret string
 }
 
 const (
@@ -304,6 +307,13 @@ func startReach(c reachCheck, i int) (string, error) {
 	if c.want {
 		args[2] = "-for=" + admitWithin.String()
 	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	if c.secret != "" {
+		args = append(args, "-credentials=/credentials")
+		volumes = []corev1.Volume{{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.secret}}}}
+		mounts = []corev1.VolumeMount{{Name: "credentials", MountPath: "/credentials", ReadOnly: true}}
+	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: fmt.Sprintf("reach-%s-%d-", c.proto, i), Labels: map[string]string{"app.kubernetes.io/name": "reach"}},
 		Spec: corev1.PodSpec{
@@ -317,10 +327,12 @@ func startReach(c reachCheck, i int) (string, error) {
 				RunAsGroup:     ptr.To[int64](65534),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
+			Volumes: volumes,
 			Containers: []corev1.Container{{
-				Name:  "reach",
-				Image: env.Images.Reach,
-				Args:  append(args, c.addr),
+				Name:         "reach",
+				Image:        env.Images.Reach,
+				Args:         append(args, c.addr),
+				VolumeMounts: mounts,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),
