@@ -172,7 +172,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		msg := resolve.Message(errs)
 		e.report(cr, previous, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, d == nil)
 		if d != nil {
-			ready, _ := remote.Conditions(readiness.Available(d, readiness.Wanted(d), string(previous.Reason)), cr.GetGeneration())
+			ready, _ := remote.Conditions(readiness.Available(d, readiness.Wanted(d), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), cr.GetGeneration())
 			cr.SetConditions(ready)
 		}
 		cr.Status.AtProvider = atProvider(d, render.Memcached{Name: name, Namespace: namespace})
@@ -191,7 +191,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 		if d != nil {
 			want = readiness.Wanted(d)
 		}
-		e.report(cr, previous, readiness.Available(d, want, string(previous.Reason)), true)
+		e.report(cr, previous, readiness.Available(d, want, e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
 		cr.Status.AtProvider = atProvider(d, m)
 		return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: render.ConnectionDetails(m)}, nil
 	}
@@ -224,7 +224,7 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, previous, readiness.Available(e.observed.deployment, readiness.Wanted(render.Deployment(m)), string(previous.Reason)), true)
+	e.report(cr, previous, readiness.Available(e.observed.deployment, readiness.Wanted(render.Deployment(m)), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
 	cr.Status.AtProvider = atProvider(e.observed.deployment, m)
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.deployment != nil || e.observed.service != nil || e.observed.pdb != nil,
@@ -384,7 +384,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		}
 	}
 	if applied != nil {
-		e.report(cr, previous, readiness.Available(applied, readiness.Wanted(render.Deployment(m)), string(previous.Reason)), true)
+		e.report(cr, previous, readiness.Available(applied, readiness.Wanted(render.Deployment(m)), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
 		cr.Status.AtProvider = atProvider(applied, m)
 	}
 	return render.ConnectionDetails(m), nil

@@ -377,6 +377,8 @@ func TestObserve(t *testing.T) {
 		watchErr error
 		refused  field.ErrorList
 		cr       *v1alpha1.Instance
+		// reported is the availability reason this process last reported for the Instance.
+		reported string
 	}
 	type want struct {
 		o          managed.ExternalObservation
@@ -446,6 +448,20 @@ func TestObserve(t *testing.T) {
 					Reason: readiness.ReasonResizing, Message: "resizing from 5 to 3 replicas (5 available)",
 				})...),
 				events: []string{"Normal/Resizing"},
+			},
+		},
+		"StaleCopyMidResize": {
+			reason: "A reconcile reading a copy of the Instance older than what this process last reported (Resizing to 3, the copy still Available at 1) judges from Resizing: 2/3 available is still the resize, not Degraded, and no event repeats.",
+			args: args{
+				kube:     func(t *testing.T) client.Client { return applied(t, instance(), rollout(2)) },
+				cr:       instance(was(readiness.Condition{Available: true, Reason: readiness.ReasonAvailable, Message: "1/1 replicas available"})),
+				reported: readiness.ReasonResizing,
+			},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
+				status: status(atProvider(3, 2, 3), conditions(readiness.Condition{
+					Reason: readiness.ReasonResizing, Message: "resizing to 3 replicas: 2/3 replicas available",
+				})...),
 			},
 		},
 		"ServiceMissing": {
@@ -680,6 +696,10 @@ func TestObserve(t *testing.T) {
 			tg.watchErr = tc.args.watchErr
 			rec := &recorder{}
 			e := &External{Target: tg, Settings: settings(t), Refused: tc.args.refused, Recorder: rec}
+			if tc.args.reported != "" {
+				e.Transitions = NewTransitions()
+				e.Transitions.Changed(tc.args.cr.GetUID(), "", tc.args.reported)
+			}
 			o, err := e.Observe(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nObserve(...): -want error, +got error:\n%s", tc.reason, diff)

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,24 @@ func (t *Transitions) Changed(uid types.UID, persisted, now string) bool {
 	}
 	t.last[uid] = now
 	return last != now
+}
+
+// Reason returns the availability reason the Instance uid last reported in this process, or
+// persisted (its status's) when this process has reported none. A reconcile that reads a
+// stale copy from the cache must judge from the latest reason, not the one before it: a
+// resize whose copy still says Available would otherwise read as Degraded mid-way.
+func (t *Transitions) Reason(uid types.UID, persisted string) string {
+	if t == nil {
+		return persisted
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last, ok := t.last[uid]
+	if !ok {
+		return persisted
+	}
+	reason, _, _ := strings.Cut(last, "\x00") // InvalidSpec and Conflict add their message.
+	return reason
 }
 
 // Forget forgets a deleted Instance.
