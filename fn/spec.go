@@ -87,10 +87,16 @@ func jsonFields(t reflect.Type) map[string]bool {
 // appendAPIFields appends the JSON encoding of the fields of spec that the API defines (see
 // specFields), leaving out the rest.
 func appendAPIFields(b []byte, spec *structpb.Struct) []byte {
+	return appendObject(b, spec.GetFields(), specFields)
+}
+
+// appendObject appends the JSON object of fields, only those whose names keep holds when keep
+// is not nil.
+func appendObject(b []byte, fields map[string]*structpb.Value, keep map[string]bool) []byte {
 	b = append(b, '{')
 	first := true
-	for key, f := range spec.GetFields() {
-		if !specFields[key] {
+	for key, f := range fields {
+		if keep != nil && !keep[key] {
 			continue
 		}
 		if !first {
@@ -189,18 +195,7 @@ func written(v *structpb.Value) any {
 func appendJSON(b []byte, v *structpb.Value) []byte {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_StructValue:
-		b = append(b, '{')
-		first := true
-		for key, f := range k.StructValue.GetFields() {
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendJSONString(b, key)
-			b = append(b, ':')
-			b = appendJSON(b, f)
-		}
-		return append(b, '}')
+		return appendObject(b, k.StructValue.GetFields(), nil)
 	case *structpb.Value_ListValue:
 		b = append(b, '[')
 		for i, e := range k.ListValue.GetValues() {

@@ -55,16 +55,7 @@ const (
 // Opt-in with E2E_PROVIDER_LOAD=1 (make e2e-provider-load); E2E_PROVIDER_INSTANCES sets the
 // number of Instances (default 500). Not parallel.
 func TestProviderLoad(t *testing.T) {
-	if os.Getenv("E2E_PROVIDER_LOAD") == "" {
-		t.Skip("set E2E_PROVIDER_LOAD=1 (make e2e-provider-load) to run 500 Instances over two workload clusters")
-	}
-	n := 500
-	if v := os.Getenv("E2E_PROVIDER_INSTANCES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 2 {
-			t.Fatalf("E2E_PROVIDER_INSTANCES=%q: want a number of at least 2", v)
-		}
-	}
+	n := optIn(t, "E2E_PROVIDER_LOAD", "make e2e-provider-load) to run 500 Instances over two workload clusters", "E2E_PROVIDER_INSTANCES", 500, 2)
 	ctx := context.Background()
 	a, b := workloads(t)
 

@@ -42,16 +42,7 @@ const scaleTimeout = 10 * time.Minute
 // number of claims (default 200). Not parallel: other scenarios would share the cores and
 // the function, and blur the numbers.
 func TestScale(t *testing.T) {
-	if os.Getenv("E2E_SCALE") == "" {
-		t.Skip("set E2E_SCALE=1 (make e2e-scale) to create 200 claims at once")
-	}
-	n := 200
-	if v := os.Getenv("E2E_SCALE_CLAIMS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("E2E_SCALE_CLAIMS=%q: want a positive number", v)
-		}
-	}
+	n := optIn(t, "E2E_SCALE", "make e2e-scale) to create 200 claims at once", "E2E_SCALE_CLAIMS", 200, 1)
 	ctx := context.Background()
 	ns := newNamespace(t, "scale")
 	names := make([]string, n)
@@ -236,4 +227,23 @@ func count(ctx context.Context, r dynamic.ResourceInterface) (int64, error) {
 		n += *rest
 	}
 	return n, nil
+}
+
+// optIn skips t, an opt-in scenario, unless the environment variable enable is set (saying
+// how: "set enable=1 (" + how), and returns how many objects it should create: the number
+// the variable count holds, def when it is unset; fewer than least fails the test.
+func optIn(t *testing.T, enable, how, count string, def, least int) int {
+	t.Helper()
+	if os.Getenv(enable) == "" {
+		t.Skipf("set %s=1 (%s", enable, how)
+	}
+	v := os.Getenv(count)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		t.Fatalf("%s=%q: want a number of at least %d", count, v, least)
+	}
+	return n
 }
