@@ -71,7 +71,7 @@ func securityKey(m render.Memcached) string {
 	}
 	var b strings.Builder
 	if a := m.Auth; a != nil {
-		b.WriteString("a\x00" + a.Username + "\x00" + a.Password + "\x00")
+		b.WriteString("a\x00" + a.Username + "\x00" + a.Password + "\x00" + a.Rotation + "\x00")
 	}
 	if t := m.TLS; t != nil {
 		b.WriteString("t\x00" + t.SecretName + "\x00" + t.Digest + "\x00" + t.CA + "\x00")

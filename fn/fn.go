@@ -174,11 +174,12 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		}
 	}
 	if len(errs) == 0 && m.Auth != nil {
-		a, err := f.credentials.get(credentialKey(xr, t), observed[KeyAuthSecret].GetResource())
+		a, err := f.credentials.get(credentialKey(xr, t), m.Auth.Rotation, observed[KeyAuthSecret].GetResource())
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
+		a.Rotation = m.Auth.Rotation
 		m.Auth = &a
 	}
 

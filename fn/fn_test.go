@@ -173,6 +173,12 @@ func TestRunFunction(t *testing.T) {
 		"auth-rotated": {
 			reason: "An auth Secret deleted (rotation) gets new credentials: the pod template's digest changes, so the replicas roll, and the claim reads rolling out until the apply reaches the Deployment.",
 		},
+		"auth-rotation": {
+			reason: "A new spec.auth.rotation replaces credentials the observed auth Secret holds for no rotation, even though that Secret is still there: new credentials in the auth Secret, which records the rotation, and a new digest on the pod template, so the replicas roll.",
+		},
+		"auth-rotation-kept": {
+			reason: "An auth Secret that records the spec's rotation keeps its credentials: nothing is generated and nothing rolls.",
+		},
 		"auth-metrics-proxy": {
 			reason: "Auth with metrics runs the exporter through the auth proxy the Input names (three containers, the proxy on loopback); the NetworkPolicy admits the metrics port from the monitoring namespace only; the Input's metrics.serviceMonitor composes a ServiceMonitor.",
 		},

@@ -43,11 +43,15 @@ func newCredentialStore() *credentialStore {
 	return &credentialStore{pending: map[string]render.Auth{}, random: func() io.Reader { return rand.Reader }}
 }
 
-// get returns the credentials of the Memcached whose XR has UID key: those of its observed
-// auth Secret (nil when not observed) when they are usable, else those generated for it
-// earlier, else new ones. Deleting the auth Secret therefore rotates the credentials.
-func (c *credentialStore) get(key string, observed *structpb.Struct) (render.Auth, error) {
-	if observed != nil {
+// get returns the credentials of the Memcached whose XR has UID key, for its spec's rotation:
+// those of its observed auth Secret (nil when not observed) when they are usable and were
+// generated for that rotation, else those generated for it earlier, else new ones. A new
+// rotation therefore replaces the credentials once, even when Crossplane sends an auth
+// Secret it has not seen change yet; so does deleting the auth Secret, unless a reconcile
+// working from a copy read before the deletion applies it again.
+func (c *credentialStore) get(key, rotation string, observed *structpb.Struct) (render.Auth, error) {
+	key += "\x00" + rotation
+	if observed != nil && str(observed, "metadata", "annotations", render.AnnotationRotation) == rotation {
 		if a, ok := resolve.Credentials(secretData(observed, render.ConnectionUsername, render.ConnectionPassword)); ok {
 			c.mu.Lock()
 			delete(c.pending, key)

@@ -81,6 +81,9 @@ type Memcached struct {
 // Auth are the credentials clients authenticate with.
 type Auth struct {
 	Username, Password string
+	// Rotation is the claim's spec.auth.rotation these credentials were generated for; the
+	// auth Secret records it (AnnotationRotation).
+	Rotation string
 }
 
 // TLS is what memcached serves TLS with.

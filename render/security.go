@@ -30,6 +30,10 @@ const (
 	// new password or a renewed certificate must restart the replicas, and changing the pod
 	// template is what rolls them.
 	AnnotationCredentials = "cache.example.com/credentials"
+
+	// AnnotationRotation, on the auth Secret, is the spec.auth.rotation its credentials were
+	// generated for: a new rotation replaces them.
+	AnnotationRotation = "cache.example.com/auth-rotation"
 	AnnotationCertificate = "cache.example.com/certificate"
 
 	authVolume = "auth"
@@ -61,9 +65,13 @@ func Digest(b ...[]byte) string {
 // memcached's auth file. The pods mount it read-only; it is not the connection Secret, which
 // Crossplane writes for the claim.
 func AuthSecret(m Memcached) *corev1.Secret {
+	meta := objectMeta(m, AuthSecretName(m))
+	if m.Auth.Rotation != "" {
+		meta.Annotations = map[string]string{AnnotationRotation: m.Auth.Rotation}
+	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: objectMeta(m, AuthSecretName(m)),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
 			ConnectionUsername: []byte(m.Auth.Username),

@@ -44,8 +44,16 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 			errs = append(errs, field.Invalid(root.Child("auth", "enabled"), false, "must be true (policy.requireAuth)"))
 		}
 	}
+	if r := spec.Auth.GetRotation(); r != "" {
+		switch msgs := validation.IsValidLabelValue(r); {
+		case len(msgs) > 0:
+			errs = append(errs, field.Invalid(root.Child("auth", "rotation"), r, "must be at most 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit: "+strings.Join(msgs, "; ")))
+		case !auth:
+			errs = append(errs, field.Invalid(root.Child("auth", "rotation"), r, "rotates credentials, and authentication is off (spec.auth.enabled, or the platform's defaults.auth.enabled)"))
+		}
+	}
 	if auth {
-		m.Auth = &render.Auth{}
+		m.Auth = &render.Auth{Rotation: spec.Auth.GetRotation()}
 		m.AuthProxyImage = s.AuthProxyImage
 		if m.Metrics && s.AuthProxyImage == "" {
 			errs = append(errs, field.Invalid(root.Child("metrics", "enabled"), true,

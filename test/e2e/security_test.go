@@ -24,7 +24,7 @@ import (
 
 // The example Composition turns authentication on for every claim: a claim with metrics
 // gets generated credentials in its connection Secret, memcached requiring them, and the
-// exporter behind the auth proxy. Deleting the auth Secret rotates the credentials and rolls
+// exporter behind the auth proxy. A new spec.auth.rotation rotates the credentials and rolls
 // the pods; an invalid spec keeps them.
 func TestAuthCredentials(t *testing.T) {
 	t.Parallel()
@@ -62,12 +62,19 @@ func TestAuthCredentials(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the auth Secret rotates the credentials and rolls the pods", func(t *testing.T) {
-		if err := env.Kube.Delete(ctx, secretGVK, ns, "sessions-auth"); err != nil {
+	t.Run("a new spec.auth.rotation rotates the credentials and rolls the pods", func(t *testing.T) {
+		if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, "sessions", []byte(`{"spec":{"auth":{"rotation":"2026-12-01"}}}`)); err != nil {
 			t.Fatal(err)
 		}
 		rotated := wantNewCredentials(t, ns, "sessions", creds.password)
-		err := kube.Wait(ctx, defaultTimeout, "the pod template rolls with the new credentials", func(ctx context.Context) error {
+		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, "sessions-auth", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Annotations[render.AnnotationRotation]; got != "2026-12-01" {
+			t.Errorf("the auth Secret records rotation %q, want 2026-12-01", got)
+		}
+		err = kube.Wait(ctx, defaultTimeout, "the pod template rolls with the new credentials", func(ctx context.Context) error {
 			d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "sessions", metav1.GetOptions{})
 			if err != nil {
 				return err

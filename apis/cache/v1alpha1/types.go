@@ -126,6 +126,22 @@ type Auth struct {
 	// Input's defaults.auth.enabled). The platform's policy may refuse false.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+
+	// Rotation, when set to a new value (a date, a ticket number: letters, digits, '-', '_'
+	// and '.', at most 63 characters), replaces the credentials with new ones and restarts
+	// the replicas with them; clients must read the connection Secret again. The credentials
+	// Secret records the rotation it holds, so the change happens once, whatever the timing
+	// of reconciles.
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
+}
+
+// GetRotation is a's rotation, empty for a nil Auth.
+func (a *Auth) GetRotation() string {
+	if a == nil {
+		return ""
+	}
+	return a.Rotation
 }
 
 // TLS configures memcached to serve TLS.
