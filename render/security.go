@@ -33,7 +33,7 @@ const (
 
 	// AnnotationRotation, on the auth Secret, is the spec.auth.rotation its credentials were
 	// generated for: a new rotation replaces them.
-	AnnotationRotation = "cache.example.com/auth-rotation"
+	AnnotationRotation    = "cache.example.com/auth-rotation"
 	AnnotationCertificate = "cache.example.com/certificate"
 
 	authVolume = "auth"
