@@ -273,12 +273,32 @@ func setLeaf(v reflect.Value, p []string, val reflect.Value) {
 	panic("no field " + p[0])
 }
 
+// settingsCase is an Input and the error NewSettings must return for it, "" for none.
+type settingsCase struct {
+	reason string
+	in     *v1beta1.Input
+	want   string
+}
+
+// checkNewSettings runs NewSettings on each case's Input and compares its error.
+func checkNewSettings(t *testing.T, cases map[string]settingsCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewSettings(tc.in)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nNewSettings(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestNewSettings(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		in     *v1beta1.Input
-		want   string
-	}{
+	checkNewSettings(t, map[string]settingsCase{
 		"NoInput": {reason: "No Input is every default.", in: nil},
 		"ZeroMaxSize": {
 			reason: "A policy allowing no replica is the platform team's mistake, named by Input field.",
@@ -333,19 +353,7 @@ func TestNewSettings(t *testing.T) {
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"docker.io", "not a host"}}},
 			want:   `invalid function Input: policy.allowedRegistries[1]: Invalid value: "not a host": must be a registry host, like docker.io or registry.example.com:5000`,
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := NewSettings(tc.in)
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nNewSettings(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	})
 }
 
 func TestPlacement(t *testing.T) {

@@ -231,11 +231,7 @@ func TestSecurity(t *testing.T) {
 }
 
 func TestNewSettingsSecurity(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		in     *v1beta1.Input
-		want   string
-	}{
+	checkNewSettings(t, map[string]settingsCase{
 		"AuthDefaultAgainstPolicy": {
 			reason: "A default the policy forbids is the platform's mistake.",
 			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(false)}}, Policy: v1beta1.Policy{RequireAuth: true}},
@@ -274,19 +270,7 @@ func TestNewSettingsSecurity(t *testing.T) {
 				Policy: v1beta1.Policy{AllowedRegistries: []string{"registry.example.com"}}},
 			want: `invalid function Input: defaults.authProxyImage: Invalid value: "ghcr.io/x/proxy:1": registry ghcr.io is not allowed; policy.allowedRegistries allows registry.example.com`,
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := NewSettings(tc.in)
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nNewSettings(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
+	})
 }
 
 func TestRemote(t *testing.T) {

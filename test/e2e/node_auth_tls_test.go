@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,17 +28,11 @@ import (
 // image (built and pushed by the scenario), and Prometheus in namespace monitoring.
 const securedComposition = "xmemcacheds-node-secured.cache.example.com"
 
-var securedOnce struct {
-	sync.Once
-	err error
-}
+var securedComposed setUp
 
 func requireSecuredComposition(t *testing.T) {
 	t.Helper()
-	securedOnce.Do(func() { securedOnce.err = applySecuredComposition(context.Background()) })
-	if securedOnce.err != nil {
-		t.Fatal(securedOnce.err)
-	}
+	securedComposed.require(t, applySecuredComposition)
 }
 
 func applySecuredComposition(ctx context.Context) error {

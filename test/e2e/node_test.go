@@ -48,9 +48,23 @@ const (
 // NetworkPolicy of a claim with metrics on admits its pods, and only its, to the metrics port.
 const laneMonitoringNamespace = "node-monitoring"
 
-var laneOnce struct {
-	sync.Once
-	err error
+// laneComposed is the lane Composition's set-up, which every lane scenario needs.
+var laneComposed setUp
+
+// setUp is a set-up several scenarios need, done once, by the first that asks: each of them
+// fails when it failed.
+type setUp struct {
+	once sync.Once
+	err  error
+}
+
+// require runs apply the first time any scenario asks, and fails t when it failed.
+func (s *setUp) require(t *testing.T, apply func(context.Context) error) {
+	t.Helper()
+	s.once.Do(func() { s.err = apply(context.Background()) })
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
 }
 
 // requireNode skips a node lane scenario when the lane is off (E2E_NODE=off), saying so; with
@@ -60,10 +74,7 @@ func requireNode(t *testing.T) {
 	if env.Node == nil {
 		t.Skip("the node lane is off (E2E_NODE=off): no real node to run this scenario's pods")
 	}
-	laneOnce.Do(func() { laneOnce.err = applyLaneComposition(context.Background()) })
-	if laneOnce.err != nil {
-		t.Fatal(laneOnce.err)
-	}
+	laneComposed.require(t, applyLaneComposition)
 }
 
 func applyLaneComposition(ctx context.Context) error {

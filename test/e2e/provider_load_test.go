@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,27 +91,10 @@ func TestProviderLoad(t *testing.T) {
 
 	// Create every Instance: 20 clients in parallel.
 	start := time.Now()
-	work := make(chan placed)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			for p := range work {
-				if _, err := env.Kube.Apply(ctx, newInstance(p.ns, p.name, p.c.Config, 1, nil, nil)); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for _, p := range all {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inParallel(t, all, func(p placed) error {
+		_, err := env.Kube.Apply(ctx, newInstance(p.ns, p.name, p.c.Config, 1, nil, nil))
+		return err
+	})
 	created := time.Since(start)
 	if err := kube.Wait(ctx, loadTimeout, fmt.Sprintf("%d Instances Available", n), func(ctx context.Context) error {
 		ready := 0

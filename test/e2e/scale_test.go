@@ -62,27 +62,10 @@ func TestScale(t *testing.T) {
 
 	// Create every claim at once: 20 clients in parallel.
 	start := time.Now()
-	work := make(chan string)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			for name := range work {
-				if _, err := env.Kube.Apply(ctx, newClaim(ns, name, 1)); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for _, name := range names {
-		work <- name
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	inParallel(t, names, func(name string) error {
+		_, err := env.Kube.Apply(ctx, newClaim(ns, name, 1))
+		return err
+	})
 	created := time.Since(start)
 
 	claims, err := env.Kube.Resource(claimGVK, ns)
@@ -246,4 +229,31 @@ func optIn(t *testing.T, enable, how, count string, def, least int) int {
 		t.Fatalf("%s=%q: want a number of at least %d", count, v, least)
 	}
 	return n
+}
+
+// inParallel calls do for every item from 20 clients at once, as many users creating objects
+// together would, and fails t on the first error.
+func inParallel[T any](t *testing.T, items []T, do func(T) error) {
+	t.Helper()
+	work := make(chan T)
+	errs := make(chan error, len(items))
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for item := range work {
+				if err := do(item); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, item := range items {
+		work <- item
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
