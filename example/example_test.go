@@ -26,7 +26,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // TestClaimMatchesXR keeps xr.yaml, which `make render` renders, equal to what Crossplane

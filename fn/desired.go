@@ -17,9 +17,9 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // maxCachedRenders bounds the render cache. Each entry is a few kilobytes; a control plane

@@ -30,10 +30,10 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // Names of the composed resources this function owns in the desired state. Resources under

@@ -17,9 +17,9 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // FuzzRunFunction throws arbitrary XRs, observed Deployments and auth Secrets, TLS Secrets

@@ -15,7 +15,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/example/function-memcached/input/v1beta1"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // maxCachedInputs bounds the Input cache: a control plane has one Input per Composition

@@ -6,8 +6,8 @@ import (
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // RequirementPods names the function's request for a Memcached's pods, which Crossplane

@@ -14,8 +14,8 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // RequirementTLSSecret names the function's request for the Secret a spec's tls.secretName

@@ -16,7 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // decodeSpec decodes the XR's spec into the API's typed spec, which is what resolve takes.

@@ -15,7 +15,7 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 
 	"github.com/example/function-memcached/fn"
-	"github.com/example/function-memcached/server"
+	"github.com/example/function-memcached/internal/server"
 )
 
 // cli holds the flags Crossplane's function runtime passes, with function-sdk-go's names.

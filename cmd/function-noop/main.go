@@ -12,7 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/example/function-memcached/internal/noop"
-	"github.com/example/function-memcached/server"
+	"github.com/example/function-memcached/internal/server"
 )
 
 type cli struct {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
-	"github.com/example/function-memcached/authproxy"
+	"github.com/example/function-memcached/internal/authproxy"
 )
 
 type cli struct {

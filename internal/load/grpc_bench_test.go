@@ -18,7 +18,7 @@ import (
 
 	"github.com/example/function-memcached/fn"
 	"github.com/example/function-memcached/internal/noop"
-	"github.com/example/function-memcached/server"
+	"github.com/example/function-memcached/internal/server"
 )
 
 // BenchmarkGRPC measures a whole call in one process, client and server over loopback

@@ -12,7 +12,7 @@ import (
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
 	"github.com/example/function-memcached/internal/noop"
-	"github.com/example/function-memcached/server"
+	"github.com/example/function-memcached/internal/server"
 )
 
 // TestRun drives an in-process no-op function and checks that the report accounts for every

@@ -18,7 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/test/e2e/internal/images"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )

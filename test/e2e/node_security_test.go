@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
 	"github.com/example/function-memcached/test/e2e/internal/node"
 	"github.com/example/function-memcached/test/e2e/internal/suite"

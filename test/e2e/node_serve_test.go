@@ -13,7 +13,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // clientKeys is how many keys the client stores and reads back through a size-3 claim.

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // BenchmarkMemcached measures what authentication and TLS cost a client of the real memcached

@@ -35,8 +35,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // pod is a rendered Memcached running for real: memcached's public address (Port) and its

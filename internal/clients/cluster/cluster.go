@@ -37,7 +37,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/internal/clients/kube"
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
 )
 
 // Options configure connections to target clusters.
@@ -88,7 +88,7 @@ func New(rc *rest.Config, o Options) (*Cluster, error) {
 	direct := rest.CopyConfig(rc)
 	direct.Timeout = o.RequestTimeout
 	direct.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &transport{next: rt, host: rc.Host} })
-	c, err := kube.New(direct)
+	c, err := kubeconfig.New(direct)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +181,8 @@ func (c *Cluster) startWatches(namespace string) (*watches, error) {
 	})
 	timeout := c.opts.WatchTimeout
 	cch, err := cache.New(rc, cache.Options{
-		Scheme:               kube.Scheme(),
-		Mapper:               kube.RESTMapper(),
+		Scheme:               kubeconfig.Scheme(),
+		Mapper:               kubeconfig.RESTMapper(),
 		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
 		DefaultLabelSelector: Owned(),
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
@@ -325,7 +325,7 @@ type Key struct {
 }
 
 // Clusters are the connections of every ProviderConfig in use, each kept for one version of
-// its credentials (kube.Credentials.Version).
+// its credentials (kubeconfig.Credentials.Version).
 type Clusters struct {
 	opts Options
 	// connect makes a connection; New, but for tests.

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // Drifts remember, per Instance, the drift last judged and what it was judged on: the

@@ -29,11 +29,11 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/internal/clients/kube"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // External manages one Instance's objects in its target cluster, for one reconcile.
@@ -263,7 +263,7 @@ func (e *External) Delete(ctx context.Context, cr *v1alpha1.Instance) (managed.E
 		}
 	})
 	if len(errs) > 0 {
-		return managed.ExternalDelete{}, kube.Trim(errs[0])
+		return managed.ExternalDelete{}, kubeconfig.Trim(errs[0])
 	}
 	return managed.ExternalDelete{}, nil
 }
@@ -351,7 +351,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		errMigrate = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", kind, obj.GetNamespace(), obj.GetName(), manager)
 	})
 	if errMigrate != nil {
-		return nil, kube.Trim(errMigrate)
+		return nil, kubeconfig.Trim(errMigrate)
 	}
 
 	previous := cr.GetCondition(v1alpha1.TypeAvailable)
@@ -367,7 +367,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 			u.SetUID(live.GetUID())
 		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
-			return nil, kube.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", kind, m.Namespace, m.Name))
+			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", kind, m.Namespace, m.Name))
 		}
 		if kind == "Deployment" {
 			applied = &appsv1.Deployment{}
@@ -380,7 +380,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		// A budget over a single replica would block every node drain.
 		err := c.Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID})
 		if err != nil && !kerrors.IsNotFound(err) {
-			return nil, kube.Trim(errors.Wrapf(err, "cannot delete PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name))
+			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot delete PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name))
 		}
 	}
 	if applied != nil {
@@ -428,7 +428,7 @@ func (e *External) report(cr *v1alpha1.Instance, previous xpv2.Condition, c read
 // unreachable reports on the Instance that the provider cannot observe its target (Ready
 // Unavailable, Available False/Unreachable with the error) and returns the error, trimmed.
 func (e *External) unreachable(cr *v1alpha1.Instance, err error) error {
-	err = kube.Trim(err)
+	err = kubeconfig.Trim(err)
 	e.report(cr, cr.GetCondition(v1alpha1.TypeAvailable), readiness.Condition{Reason: v1alpha1.ReasonUnreachable, Message: err.Error()}, true)
 	return err
 }

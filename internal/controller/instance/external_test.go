@@ -32,11 +32,11 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/internal/clients/kube"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // Every Instance in these tests runs sessions in namespace team-a of the target cluster.
@@ -100,7 +100,7 @@ func memcached(t *testing.T) render.Memcached {
 
 // targetCluster is a target cluster with server-side apply and managed fields, like a real one.
 func targetCluster(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
-	return fake.NewClientBuilder().WithScheme(kube.Scheme()).WithReturnManagedFields().
+	return fake.NewClientBuilder().WithScheme(kubeconfig.Scheme()).WithReturnManagedFields().
 		WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
 }
 
@@ -604,9 +604,9 @@ func TestObserve(t *testing.T) {
 				cr:       instance(was(available)),
 			},
 			want: want{
-				err: kube.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error(),
+				err: kubeconfig.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error(),
 				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable,
-					Message: kube.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error()})...),
+					Message: kubeconfig.Trim(errors.New("cannot observe namespace team-a of https://target:6443: " + strings.Repeat("connection refused ", 40))).Error()})...),
 				events: []string{"Warning/Unreachable"},
 			},
 		},

@@ -52,9 +52,9 @@ import (
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/clients/cluster"
-	"github.com/example/function-memcached/internal/clients/kube"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // Timeouts of the provider's requests to target clusters.
@@ -298,7 +298,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 	}
 	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts}
 	ref := cr.GetProviderConfigReference()
-	cfg, err := kube.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
+	cfg, err := kubeconfig.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {
 		return nil, e.unreachable(cr, err)
 	}
@@ -325,7 +325,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 
 // target returns the connection of the Instance's config, reading the credentials' version
 // from metadata and their data only when the version is new.
-func (c *Connector) target(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kube.Config) (Target, error) {
+func (c *Connector) target(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kubeconfig.Config) (Target, error) {
 	k := cluster.Key{Kind: ref.Kind, Name: ref.Name}
 	if ref.Kind == v1alpha1.ProviderConfigKind {
 		k.Namespace = cr.GetNamespace()
@@ -344,7 +344,7 @@ func (c *Connector) target(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2
 		secret = types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
 	}
 	return c.Clusters(k, version, secret, func() (*rest.Config, error) {
-		return kube.RESTConfig(ctx, c.Kube, c.Identity, cfg.Credentials)
+		return kubeconfig.RESTConfig(ctx, c.Kube, c.Identity, cfg.Credentials)
 	})
 }
 

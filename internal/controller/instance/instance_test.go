@@ -32,12 +32,12 @@ import (
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
 	"github.com/example/function-memcached/internal/clients/cluster"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/remote"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/remote"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
-const kubeconfig = `apiVersion: v1
+const targetKubeconfig = `apiVersion: v1
 kind: Config
 current-context: target
 contexts:
@@ -221,14 +221,14 @@ func TestConnect(t *testing.T) {
 		"ClusterProviderConfigSecret": {
 			reason: "A ClusterProviderConfig's kubeconfig Secret reaches the target cluster, and the use is recorded in the Instance's namespace.",
 			args: args{
-				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", kubeconfig)},
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", targetKubeconfig)},
 				cr:   instance(defaultRef),
 			},
 			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"ProviderConfigSecret": {
 			reason: "A namespaced ProviderConfig reads its Secret from the Instance's namespace, and may place objects wherever its own credentials reach.",
-			args:   args{objs: []client.Object{edge, credentials("platform", kubeconfig)}, cr: instance(edgeRef, inNamespace("anywhere"))},
+			args:   args{objs: []client.Object{edge, credentials("platform", targetKubeconfig)}, cr: instance(edgeRef, inNamespace("anywhere"))},
 			want:   want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
 		},
 		"ProviderConfigInsecure": {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // CompositionListGVK is the kind the provider lists to find the platform's policy.

@@ -14,7 +14,7 @@ import (
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // composition is a Composition named name with one function-memcached step whose Input is

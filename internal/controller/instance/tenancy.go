@@ -17,8 +17,8 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/internal/clients/kube"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // anyNamespace in a placement's allowedNamespaces allows every namespace but the control
@@ -43,7 +43,7 @@ type Tenancy struct {
 // Admit returns why cr may not place its objects in target through cfg (which ref names)
 // under policy s: field errors naming the Instance's field, or an error when the Instance's
 // namespace cannot be read to match the config's namespaceSelector.
-func (t Tenancy) Admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kube.Config, target string, s resolve.Settings) (field.ErrorList, error) {
+func (t Tenancy) Admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kubeconfig.Config, target string, s resolve.Settings) (field.ErrorList, error) {
 	refPath := field.NewPath("spec", "providerConfigRef")
 	errs := s.ProviderConfigAllowed(refPath, cachev1alpha1.ProviderConfigReference{Kind: ref.Kind, Name: ref.Name})
 	if ref.Kind != v1alpha1.ClusterProviderConfigKind {
@@ -68,7 +68,7 @@ func (t Tenancy) Admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.Pro
 
 // placement says why cfg does not allow an Instance of namespace own to place objects in
 // target; "" when it does.
-func (t Tenancy) placement(own, target string, cfg kube.Config) string {
+func (t Tenancy) placement(own, target string, cfg kubeconfig.Config) string {
 	listed := slices.Contains(cfg.Placement.AllowedNamespaces, target)
 	if cfg.Source == xpv2.CredentialsSourceInjectedIdentity && t.controlPlane(target) {
 		if listed {

@@ -15,9 +15,9 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
-	"github.com/example/function-memcached/readiness"
-	"github.com/example/function-memcached/render"
-	"github.com/example/function-memcached/resolve"
+	"github.com/example/function-memcached/internal/readiness"
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 func defaults(t *testing.T) resolve.Settings {

@@ -1,4 +1,4 @@
-// Package kube reaches the clusters Instances run in. It turns the ProviderConfig or
+// Package kubeconfig reaches the clusters Instances run in. It turns the ProviderConfig or
 // ClusterProviderConfig an Instance names into a client for that cluster: a kubeconfig from
 // a Secret, or the provider's own identity. It knows nothing about Memcached; the Instance
 // controller decides what to do with the client.
@@ -11,7 +11,7 @@
 // ProviderConfig's kubeconfig must moreover reach its server over verified TLS: plain http,
 // insecure-skip-tls-verify and proxy-url are refused there, since they would let whoever
 // writes the Secret point the provider's requests somewhere else unnoticed.
-package kube
+package kubeconfig
 
 import (
 	"context"

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // Memcached resolves a Memcached spec, found at root (spec for a claim, spec.forProvider for

@@ -22,7 +22,7 @@ import (
 
 	"github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // TestSecurity covers what a claim may ask of authentication, TLS, the NetworkPolicy,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/input/v1beta1"
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 func defaults(t *testing.T) Settings {

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/example/function-memcached/render"
+	"github.com/example/function-memcached/internal/render"
 )
 
 // Reasons of the Available condition. They are part of the API: users and alerts match on

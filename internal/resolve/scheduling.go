@@ -1,0 +1,97 @@
+package resolve
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/internal/render"
+)
+
+// scheduling resolves the node selector, tolerations and priority class of sc into m,
+// checking each the way the API server would (so that a bad one is reported on the claim
+// rather than failing the Deployment's apply) and the priority class against the platform's
+// policy.
+func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached, s Settings) field.ErrorList {
+	if sc == nil || (len(sc.NodeSelector) == 0 && len(sc.Tolerations) == 0 && sc.PriorityClassName == "") {
+		return nil
+	}
+	var errs field.ErrorList
+	keys := slices.Sorted(maps.Keys(sc.NodeSelector))
+	for _, k := range keys {
+		kp := p.Child("nodeSelector").Key(k)
+		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(kp, k, "must be a label key: "+strings.Join(msgs, "; ")))
+		} else if msgs := validation.IsValidLabelValue(sc.NodeSelector[k]); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(kp, sc.NodeSelector[k], "must be a label value: "+strings.Join(msgs, "; ")))
+		}
+	}
+	for i, t := range sc.Tolerations {
+		errs = append(errs, toleration(p.Child("tolerations").Index(i), t)...)
+	}
+	if pc := sc.PriorityClassName; pc != "" {
+		pp := p.Child("priorityClassName")
+		switch {
+		case len(validation.IsDNS1123Subdomain(pc)) > 0:
+			errs = append(errs, field.Invalid(pp, pc, "must be a PriorityClass name: "+strings.Join(validation.IsDNS1123Subdomain(pc), "; ")))
+		case len(s.AllowedPriorityClasses) > 0 && !slices.Contains(s.AllowedPriorityClasses, pc):
+			errs = append(errs, field.Invalid(pp, pc, "must be one of "+strings.Join(s.AllowedPriorityClasses, ", ")+" (policy.allowedPriorityClasses)"))
+		case len(s.AllowedPriorityClasses) == 0 && strings.HasPrefix(pc, "system-"):
+			errs = append(errs, field.Invalid(pp, pc, "must not be a system- PriorityClass, which is for the cluster's own components, unless policy.allowedPriorityClasses names it"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	m.Scheduling = &render.Scheduling{PriorityClassName: sc.PriorityClassName}
+	if len(sc.NodeSelector) > 0 {
+		m.Scheduling.NodeSelector = make(map[string]string, len(sc.NodeSelector))
+		for k, v := range sc.NodeSelector {
+			m.Scheduling.NodeSelector[k] = v
+		}
+	}
+	if len(sc.Tolerations) > 0 {
+		m.Scheduling.Tolerations = make([]corev1.Toleration, len(sc.Tolerations))
+		for i := range sc.Tolerations {
+			sc.Tolerations[i].DeepCopyInto(&m.Scheduling.Tolerations[i])
+		}
+	}
+	return nil
+}
+
+// toleration checks t as the API server validates a pod's tolerations.
+func toleration(p *field.Path, t corev1.Toleration) field.ErrorList {
+	var errs field.ErrorList
+	switch t.Operator {
+	case "", corev1.TolerationOpEqual, corev1.TolerationOpExists:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("operator"), string(t.Operator), []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}))
+	}
+	if t.Key == "" && t.Operator != corev1.TolerationOpExists {
+		errs = append(errs, field.Invalid(p.Child("key"), "", "must be set unless operator is Exists"))
+	} else if t.Key != "" {
+		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p.Child("key"), t.Key, "must be a taint key: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if t.Operator == corev1.TolerationOpExists && t.Value != "" {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, "must be empty when operator is Exists"))
+	} else if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(p.Child("value"), t.Value, "must be a taint value: "+strings.Join(msgs, "; ")))
+	}
+	switch t.Effect {
+	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("effect"), string(t.Effect),
+			[]string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}))
+	}
+	if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+		errs = append(errs, field.Invalid(p.Child("tolerationSeconds"), *t.TolerationSeconds, "must be unset unless effect is NoExecute"))
+	}
+	return errs
+}
