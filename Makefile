@@ -23,7 +23,7 @@ $(BIN):
 # The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
 # link time, where its own build sets it, or `crossplane version` prints nothing.
 $(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
-	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only, 10-16 minutes)"
+	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/crossplane build -trimpath \
 		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
 		-o $@ github.com/crossplane/cli/v2/cmd/crossplane

@@ -31,7 +31,7 @@ E2E_TOOLS := $(K8S_BINS) $(BIN)/etcd $(BIN)/kwok $(BIN)/crossplane-core
 # One go build for the four Kubernetes binaries: they share most packages, and the version
 # stamped at link time is what `kubectl version` and Crossplane's discovery read.
 $(K8S_BINS) &: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
-	@echo "building Kubernetes $(K8S_VERSION) binaries (first time only, ~8-10 minutes)"
+	@echo "building Kubernetes $(K8S_VERSION) binaries (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/kubernetes build -trimpath -o $(BIN)/ \
 		-ldflags "$(E2E_LDFLAGS) \
 			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
@@ -54,7 +54,7 @@ $(BIN)/crossplane-core: tools/crossplane-core/go.mod tools/crossplane-core/go.su
 		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \
 		github.com/crossplane/crossplane/v2/cmd/crossplane
 
-## e2e-tools: build the pinned control-plane binaries (cold: ~20 minutes on 2 cores).
+## e2e-tools: build the pinned control-plane binaries (build times: docs/performance.md).
 .PHONY: e2e-tools
 e2e-tools: $(E2E_TOOLS)
 
@@ -91,7 +91,7 @@ define e2e_kill_leftovers
 	fi
 endef
 
-## e2e: the end-to-end suite on a real API server and Crossplane (warm: ~1 minute).
+## e2e: the end-to-end suite on a real API server and Crossplane (run times: docs/performance.md).
 # The xpkgs are the host's packages of `make xpkg` and `make provider-xpkg`, built by the same
 # rules: Crossplane installs both, and the suite runs the binaries their runtime images hold.
 .PHONY: e2e
@@ -108,14 +108,14 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 	exit $$rc
 
 ## e2e-scale: the scale scenario alone: 200 claims at once, wall time and function CPU per call
-# (warm: ~3 minutes). It is not part of `make e2e`, which it would more than double.
+# (run times: docs/performance.md). It is not part of `make e2e`, which it would more than double.
 .PHONY: e2e-scale
 e2e-scale:
 	@$(MAKE) --no-print-directory e2e E2E_SCALE=1 E2E_RUN=TestScale
 
 ## e2e-provider-load: the provider's load scenario alone: 500 Instances over two workload
 # clusters; the provider's steady-state CPU, its requests per minute to each cluster when
-# nothing changes, and how soon a Deployment deleted by hand is restored (warm: ~10 minutes).
+# nothing changes, and how soon a Deployment deleted by hand is restored (docs/performance.md).
 # Not part of `make e2e`.
 .PHONY: e2e-provider-load
 e2e-provider-load:

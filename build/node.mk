@@ -60,7 +60,7 @@ node-packages:
 # version stamp. It is its own go build (its own link; the compiled packages are shared with
 # the control plane's through the Go build cache).
 $(BIN)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
-	@echo "building kubelet $(K8S_VERSION) (first time only; ~1-3 minutes after the control plane)"
+	@echo "building kubelet $(K8S_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/kubernetes build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) \
 			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
@@ -91,7 +91,7 @@ $(BIN)/reach: | $(BIN)
 # loopback, never shipped: v2.1.0, the only version the module proxy serves, has reported
 # security flaws (docs/e2e.md).
 $(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN)
-	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only, ~3 minutes)"
+	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only; how long: docs/performance.md)"
 	CGO_ENABLED=0 $(GO) -C tools/kube-router build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBE_ROUTER_VERSION)" \
 		github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
