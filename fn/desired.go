@@ -62,6 +62,10 @@ func appendRenderKey(b []byte, m render.Memcached, namespaced bool, placement *c
 	return append(append(b, 0), instanceName...)
 }
 
+// keyBuffers hold the renderKeys being looked up: a key escapes to the heap (render.AppendKey
+// reflects), and a fresh one on every call would cost an allocation per request.
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
 // runs on every reconcile of it. Each rendering is also encoded once, for the wire (see
 // wire.go).
@@ -72,7 +76,10 @@ type renderCache struct {
 }
 
 func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) (*rendered, error) {
-	b := appendRenderKey(make([]byte, 0, 512), m, namespaced, placement, instanceKey, instanceName)
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	b := appendRenderKey((*buf)[:0], m, namespaced, placement, instanceKey, instanceName)
+	*buf = b
 	c.mu.RLock()
 	r, ok := c.m[renderKey(b)] // A lookup by a converted []byte copies nothing.
 	c.mu.RUnlock()
