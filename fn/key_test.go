@@ -37,8 +37,12 @@ func TestEverySpecFieldKeysTheRenderCache(t *testing.T) {
 	}
 	cases["namespaced"] = with(func(a *args) { a.namespaced = true })
 	cases["here"] = with(func(a *args) { a.placement = nil })
-	cases["placement.kind"] = with(func(a *args) { a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ProviderConfig", Name: "edge"} })
-	cases["placement.name"] = with(func(a *args) { a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "core"} })
+	cases["placement.kind"] = with(func(a *args) {
+		a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ProviderConfig", Name: "edge"}
+	})
+	cases["placement.name"] = with(func(a *args) {
+		a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "core"}
+	})
 	cases["instanceKey"] = with(func(a *args) { a.instanceKey = KeyInstance + "-edge" })
 	cases["instanceName"] = with(func(a *args) { a.instanceName = "sessions-edge" })
 	if key(with(func(a *args) { a.m = rendertest.Base() })) != key(base) {
