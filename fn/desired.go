@@ -1,8 +1,7 @@
 package fn
 
 import (
-	"encoding/json"
-	"strings"
+	"strconv"
 	"sync"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -45,49 +44,27 @@ type rendered struct {
 	want readiness.Want
 }
 
-// renderKey identifies a rendering. render.Memcached is comparable except for its pointers
-// (CPU quantities, auth, TLS, network policy, scheduling), which stand in by value: the CPU
-// quantities and the usual NetworkPolicy (on, admitting the own namespace) as comparable
-// fields, everything rarer as a canonical string.
-type renderKey struct {
-	m                    render.Memcached
-	cpuRequest, cpuLimit string
-	networkPolicy        bool
-	monitoringNamespace  string
-	security             string
-	namespaced           bool
-	placement            cachev1alpha1.ProviderConfigReference
-	// instanceKey and instanceName are the composed resource name and name of the Instance
-	// that places the Memcached (see instanceFor).
-	instanceKey, instanceName string
+// renderKey identifies a rendering: the canonical key of the resolved Memcached
+// (render.Key, which holds every field), and what else renderAll renders from: whether the XR
+// is namespaced, where the Memcached is placed, and the composed resource name and name of the
+// Instance that places it (see instanceFor).
+type renderKey string
+
+// appendRenderKey appends the renderKey of a rendering to b.
+func appendRenderKey(b []byte, m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) []byte {
+	b = render.AppendKey(b, m)
+	b = strconv.AppendBool(append(b, 0), namespaced)
+	if placement != nil {
+		b = append(append(append(b, 0), placement.Kind...), '/')
+		b = append(b, placement.Name...)
+	}
+	b = append(append(b, 0), instanceKey...)
+	return append(append(b, 0), instanceName...)
 }
 
-// securityKey is a canonical string of what m has beyond the usual: credentials, TLS, a
-// namespace selector and scheduling. Most Memcacheds have none, and cost nothing here.
-func securityKey(m render.Memcached) string {
-	selector := m.NetworkPolicy != nil && m.NetworkPolicy.AllowedNamespaces != nil
-	if m.Auth == nil && m.TLS == nil && !selector && m.Scheduling == nil {
-		return ""
-	}
-	var b strings.Builder
-	if a := m.Auth; a != nil {
-		b.WriteString("a\x00" + a.Username + "\x00" + a.Password + "\x00" + a.Rotation + "\x00")
-	}
-	if t := m.TLS; t != nil {
-		b.WriteString("t\x00" + t.SecretName + "\x00" + t.Digest + "\x00" + t.CA + "\x00")
-	}
-	if selector {
-		j, _ := json.Marshal(m.NetworkPolicy.AllowedNamespaces) // A typed selector always encodes.
-		b.WriteString("n\x00")
-		b.Write(j)
-	}
-	if sc := m.Scheduling; sc != nil {
-		j, _ := json.Marshal(sc) // Typed maps and slices always encode.
-		b.WriteString("\x00s\x00")
-		b.Write(j)
-	}
-	return b.String()
-}
+// keyBuffers hold the renderKeys being looked up: a key escapes to the heap (render.AppendKey
+// reflects), and a fresh one on every call would cost an allocation per request.
+var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
 // runs on every reconcile of it. Each rendering is also encoded once, for the wire (see
@@ -99,24 +76,12 @@ type renderCache struct {
 }
 
 func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) (*rendered, error) {
-	k := renderKey{m: m, namespaced: namespaced, security: securityKey(m), instanceKey: instanceKey, instanceName: instanceName}
-	if np := m.NetworkPolicy; np != nil {
-		k.networkPolicy, k.monitoringNamespace = true, np.MonitoringNamespace
-	}
-	k.m.Auth, k.m.TLS, k.m.NetworkPolicy, k.m.Scheduling = nil, nil, nil, nil
-	if placement != nil {
-		k.placement = *placement
-	}
-	if m.CPURequest != nil {
-		k.cpuRequest = m.CPURequest.String()
-	}
-	if m.CPULimit != nil {
-		k.cpuLimit = m.CPULimit.String()
-	}
-	k.m.CPURequest, k.m.CPULimit = nil, nil
-
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	b := appendRenderKey((*buf)[:0], m, namespaced, placement, instanceKey, instanceName)
+	*buf = b
 	c.mu.RLock()
-	r, ok := c.m[k]
+	r, ok := c.m[renderKey(b)] // A lookup by a converted []byte copies nothing.
 	c.mu.RUnlock()
 	if ok {
 		return r, nil
@@ -136,7 +101,7 @@ func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev
 			break
 		}
 	}
-	c.m[k] = r
+	c.m[renderKey(b)] = r
 	c.mu.Unlock()
 	return r, nil
 }

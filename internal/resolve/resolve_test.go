@@ -1,14 +1,10 @@
 package resolve
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -176,101 +172,6 @@ func messages(errs field.ErrorList) []string {
 		out[i] = e.Error()
 	}
 	return out
-}
-
-// TestResolveReadsEveryAPIField proves the resolver and the API types agree: setting any
-// leaf field of v1alpha1.MemcachedSpec (and so of the XRD) changes what Memcached resolves, or
-// is reported at exactly that field. A field added to the API but not to the resolver fails
-// here.
-func TestResolveReadsEveryAPIField(t *testing.T) {
-	empty, errs := Memcached(field.NewPath("spec"), v1alpha1.MemcachedSpec{}, "sessions", "team-a", defaults(t))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	leaves := 0
-	var walk func(typ reflect.Type, path []string)
-	walk = func(typ reflect.Type, path []string) {
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			p := append(append([]string{}, path...), strings.Split(f.Tag.Get("json"), ",")[0])
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				walk(ft, p)
-				continue
-			}
-			leaves++
-			t.Run(strings.Join(p, "."), func(t *testing.T) {
-				for _, val := range sampleValues(ft) {
-					spec := v1alpha1.MemcachedSpec{}
-					setLeaf(reflect.ValueOf(&spec).Elem(), p, val)
-					got, errs := Memcached(field.NewPath("spec"), spec, "sessions", "team-a", defaults(t))
-					for _, e := range errs {
-						if e.Field == "spec."+strings.Join(p, ".") {
-							return
-						}
-					}
-					if len(errs) == 0 && !cmp.Equal(empty, got) {
-						return
-					}
-				}
-				t.Errorf("setting spec.%s changes nothing Memcached resolves", strings.Join(p, "."))
-			})
-		}
-	}
-	walk(reflect.TypeFor[v1alpha1.MemcachedSpec](), nil)
-	if leaves < 18 {
-		t.Fatalf("found only %d leaf fields in MemcachedSpec", leaves)
-	}
-}
-
-// sampleValues are values of a leaf's type to try: at least one of them differs from any
-// default.
-func sampleValues(t reflect.Type) []reflect.Value {
-	switch t.Kind() {
-	case reflect.Int32:
-		return []reflect.Value{reflect.ValueOf(int32(2))}
-	case reflect.String:
-		return []reflect.Value{reflect.ValueOf("2")}
-	case reflect.Bool:
-		return []reflect.Value{reflect.ValueOf(true), reflect.ValueOf(false)}
-	case reflect.Map:
-		// A label both a node selector and a namespace selector may use.
-		return []reflect.Value{reflect.ValueOf(map[string]string{corev1.LabelMetadataName: "web"})}
-	}
-	switch t {
-	case reflect.TypeFor[[]corev1.Toleration]():
-		return []reflect.Value{reflect.ValueOf([]corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}})}
-	case reflect.TypeFor[[]metav1.LabelSelectorRequirement]():
-		return []reflect.Value{reflect.ValueOf([]metav1.LabelSelectorRequirement{{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}})}
-	}
-	panic("no sample values for " + t.String())
-}
-
-// setLeaf sets the field at the JSON path p of v (a struct), allocating pointers on the way.
-func setLeaf(v reflect.Value, p []string, val reflect.Value) {
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if strings.Split(f.Tag.Get("json"), ",")[0] != p[0] {
-			continue
-		}
-		fv := v.Field(i)
-		if fv.Kind() == reflect.Pointer {
-			if fv.IsNil() {
-				fv.Set(reflect.New(fv.Type().Elem()))
-			}
-			fv = fv.Elem()
-		}
-		if len(p) == 1 {
-			fv.Set(val)
-			return
-		}
-		setLeaf(fv, p[1:], val)
-		return
-	}
-	panic("no field " + p[0])
 }
 
 // settingsCase is an Input and the error NewSettings must return for it, "" for none.

@@ -1,8 +1,6 @@
 package instance
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -65,23 +63,15 @@ func (d *Drifts) Forget(uid types.UID) {
 }
 
 // basis is what a drift verdict depends on: the Instance's identity (its field manager and
-// ownership stamp), the Memcached it resolves to, and each live object's UID and version.
+// ownership stamp), the Memcached it resolves to (its canonical key, which holds every field,
+// so no change of the spec can reuse a verdict judged on another), and each live object's UID
+// and version.
 func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
-	var b strings.Builder
-	b.WriteString(cr.GetNamespace() + "/" + cr.GetName() + "/" + string(cr.GetUID()))
-	for _, s := range []string{m.Name, m.Namespace, m.Image, m.ExporterImage,
-		strconv.Itoa(int(m.Size)), strconv.Itoa(int(m.MemoryLimitMB)), strconv.Itoa(int(m.MaxConnections)), strconv.Itoa(int(m.Threads)),
-		strconv.FormatBool(m.HighAvailability), strconv.FormatBool(m.Metrics)} {
-		b.WriteString("|" + s)
-	}
-	if m.CPURequest != nil {
-		b.WriteString("|req=" + m.CPURequest.String())
-	}
-	if m.CPULimit != nil {
-		b.WriteString("|lim=" + m.CPULimit.String())
-	}
+	b := make([]byte, 0, 512)
+	b = append(b, cr.GetNamespace()+"/"+cr.GetName()+"/"+string(cr.GetUID())+"|"...)
+	b = render.AppendKey(b, m)
 	o.each(func(kind string, obj client.Object) {
-		b.WriteString("|" + kind + "=" + string(obj.GetUID()) + "@" + obj.GetResourceVersion())
+		b = append(b, "|"+kind+"="+string(obj.GetUID())+"@"+obj.GetResourceVersion()...)
 	})
-	return b.String()
+	return string(b)
 }

@@ -3,6 +3,9 @@ package instance
 import (
 	"context"
 	"testing"
+
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/render/rendertest"
 )
 
 func BenchmarkObserveSteadyState(b *testing.B) {
@@ -68,6 +71,9 @@ func TestDrifts(t *testing.T) {
 		{reason: "A live object changed (new version): judged again.", change: func() { o.deployment.ResourceVersion += "1" }, verdict: "third", want: "third", judged: 2},
 		{reason: "The spec changed: judged again.", change: func() { m.Size = 2 }, verdict: "fourth", want: "fourth", judged: 3},
 		{reason: "An object went: judged again.", change: func() { o.pdb = nil }, verdict: "fifth", want: "fifth", judged: 4},
+		{reason: "maxItemSizeMB changed: judged again.", change: func() { m.MaxItemSizeMB = 4 }, verdict: "item size", want: "item size", judged: 5},
+		{reason: "Scheduling changed: judged again.", change: func() { m.Scheduling = &render.Scheduling{NodeSelector: map[string]string{"disk": "ssd"}} }, verdict: "scheduling", want: "scheduling", judged: 6},
+		{reason: "Only the node selector changed: judged again.", change: func() { m.Scheduling.NodeSelector["disk"] = "hdd" }, verdict: "selector", want: "selector", judged: 7},
 	}
 	for _, s := range steps {
 		s.change()
@@ -83,5 +89,28 @@ func TestDrifts(t *testing.T) {
 	var none *Drifts
 	if got, _ := none.Judge(i, o, m, judge("seventh")); got != "seventh" {
 		t.Errorf("without Drifts: Judge(...) = %q, want judged", got)
+	}
+}
+
+// TestEverySpecFieldKeysTheDriftBasis proves that a drift verdict is judged again after a
+// change of any field of render.Memcached: a field missing from the basis keeps the verdict
+// judged on the old spec, and the change is never applied (as maxItemSizeMB and scheduling
+// once were not).
+func TestEverySpecFieldKeysTheDriftBasis(t *testing.T) {
+	i := instance(was(available))
+	c := applied(t, i, rollout(3))
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.observe(context.Background(), i, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := basis(i, o, rendertest.Base())
+	if again := basis(i, o, rendertest.Base()); again != base {
+		t.Fatal("basis(...) differs for equal Memcacheds")
+	}
+	for p, m := range rendertest.Variants(t) {
+		if basis(i, o, m) == base {
+			t.Errorf("basis(...) is the same after a change of render.Memcached.%s: the verdict judged on the old spec would stand, and the change would never be applied", p)
+		}
 	}
 }
