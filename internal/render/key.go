@@ -15,8 +15,9 @@ import (
 // equal keys render the same objects and connection details, so a key stands for "this
 // Memcached" wherever something is remembered per Memcached: the function's render cache, the
 // provider's drift verdicts. (Two that differ only where rendering does not look, like an
-// empty node selector and none, may have two keys: that costs a rendering, never a wrong one.) It is derived from the type by reflection, never listed field by
-// field, so a field added to Memcached is part of it without anyone remembering to add it.
+// empty node selector and none, may have two keys: that costs a rendering, never a wrong
+// one.) It is derived from the type by reflection, never listed field by field, so a field
+// added to Memcached is part of it without anyone remembering to add it.
 // It holds the credentials: keep it in memory, never in a status, event, log or error.
 func Key(m Memcached) string {
 	return string(AppendKey(nil, m))
