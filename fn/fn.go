@@ -394,28 +394,22 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 }
 
 // reportCondition sets the Available condition and, on a transition worth a person's
-// attention, one event: never one per call, which Crossplane's function spec forbids.
+// attention (the readiness package's table of reasons says which and how), one event: never
+// one per call, which Crossplane's function spec forbids.
 func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevReason, prevMessage string) {
 	if c.Available {
 		response.ConditionTrue(rsp, ConditionAvailable, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	} else {
 		response.ConditionFalse(rsp, ConditionAvailable, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
-	changed := prevReason != c.Reason || (c.Reason == readiness.ReasonInvalidSpec && prevMessage != c.Message)
-	if !changed {
+	if readiness.StateOf(prevReason, prevMessage) == readiness.StateOf(c.Reason, c.Message) {
 		return
 	}
-	switch c.Reason {
-	case readiness.ReasonInvalidSpec:
-		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonDegraded:
-		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonStalled:
-		response.Warning(rsp, errors.New("Memcached "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonAvailable:
-		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonResizing:
-		response.Normal(rsp, "Memcached is "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
+	switch severity, msg := readiness.Announcement(c); severity {
+	case readiness.Normal:
+		response.Normal(rsp, msg).WithReason(c.Reason).TargetCompositeAndClaim()
+	case readiness.Warning:
+		response.Warning(rsp, errors.New(msg)).WithReason(c.Reason).TargetCompositeAndClaim()
 	}
 }
 
