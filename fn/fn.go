@@ -102,7 +102,7 @@ func New(log logging.Logger) *Function {
 	return &Function{
 		log:         log,
 		inputs:      settingsCache{m: map[string]settingsEntry{}},
-		renders:     renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
+		renders:     renderCache{m: map[renderKey]*rendered{}, wire: newPreEncoded()},
 		credentials: newCredentialStore(),
 	}
 }
