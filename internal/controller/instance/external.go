@@ -203,7 +203,7 @@ func (e *External) observeInvalid(ctx context.Context, cr *v1alpha1.Instance, er
 // observeOnly observes an Instance that writes nothing: it judges the live Deployment,
 // whoever made it, by its own replicas, read directly, and publishes what it runs.
 func (e *External) observeOnly(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (managed.ExternalObservation, error) {
-	o, err := e.observeLive(ctx, targetKey(cr))
+	o, err := e.observeLive(ctx, cr, targetKey(cr))
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
@@ -330,8 +330,13 @@ func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types
 }
 
 // observeLive reads the three objects under key directly from the target cluster, whoever
-// they belong to (the watches hold only the Instances' own). An absent object is nil.
-func (e *External) observeLive(ctx context.Context, key types.NamespacedName) (observed, error) {
+// they belong to (the watches hold only the Instances' own). It still registers with the
+// namespace's watches, like observe, so that the Instance is woken by them and is
+// Unreachable while the namespace cannot be observed. An absent object is nil.
+func (e *External) observeLive(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName) (observed, error) {
+	if _, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr)); err != nil {
+		return observed{}, err
+	}
 	direct := e.Target.Client()
 	return readAll(key, func(_ string, obj client.Object) (bool, error) {
 		return get(ctx, direct, key, obj)

@@ -663,6 +663,22 @@ func TestObserve(t *testing.T) {
 				directGets: 3,
 			},
 		},
+		"ObserveOnlyUnreachable": {
+			reason: "An Instance that only observes still registers with its namespace's watches: while the namespace cannot be observed it is Unreachable, and nothing is read.",
+			args: args{
+				kube:     empty(theirDeployment(nil)),
+				watchErr: errors.New("cannot observe namespace team-a of https://target:6443: forbidden"),
+				cr: instance(func(i *v1alpha1.Instance) {
+					i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+				}),
+			},
+			want: want{
+				err: "cannot observe namespace team-a of https://target:6443: forbidden",
+				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable,
+					Message: "cannot observe namespace team-a of https://target:6443: forbidden"})...),
+				events: []string{"Warning/Unreachable"},
+			},
+		},
 		"InvalidSpec": {
 			reason: "An invalid spec is an error naming field, value and limit, before anything exists.",
 			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance(size(9))},
