@@ -102,183 +102,270 @@ func New(log logging.Logger) *Function {
 	return &Function{
 		log:         log,
 		inputs:      settingsCache{m: map[string]settingsEntry{}},
-		renders:     renderCache{m: map[renderKey]*rendered{}, wire: &preEncoded{m: map[*structpb.Struct][]byte{}}},
+		renders:     renderCache{m: map[renderKey]*rendered{}, wire: newPreEncoded()},
 		credentials: newCredentialStore(),
 	}
 }
 
 // RunFunction composes a Memcached. It never returns a gRPC error: bad input is reported in
 // the response, as a Fatal result for the platform team's Input and as a Warning plus the
-// Available condition for the claim owner's spec.
+// Available condition for the claim owner's spec. It reads the request, decides what to run
+// and where, holds what runs (an invalid spec) or composes the rendering, and reports.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, ResponseTTL)
+	// The stages fill o, d and v in place: they stay on this call's stack, so splitting the
+	// call into stages costs no allocation.
+	var o observation
+	if err := f.read(req, &o); err != nil {
+		// Fatal: Crossplane then applies nothing, so what runs stays as is.
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	desiredResources(rsp)
+	var d decision
+	if err := f.decide(rsp, req, &o, &d); err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	if d.waiting {
+		wait(rsp, &o)
+		return rsp, nil
+	}
+	var v verdict
+	if len(d.errs) > 0 {
+		v = hold(rsp, &o, &d)
+	} else if err := f.compose(rsp, req, &o, &d, &v); err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	report(rsp, &o, &d, &v)
+	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
+		"size", d.m.Size, "reason", v.cond.Reason)
+	return rsp, nil
+}
 
+// observation is what a request says about a Memcached, read once.
+type observation struct {
+	settings resolve.Settings
+	xr       *structpb.Struct
+	// resources are the observed composed resources, by name; among them the Deployment
+	// (nil when not observed) and the Instances, read.
+	resources  map[string]*fnv1.Resource
+	deployment *appsv1.Deployment
+	instances  map[string]*memcachedv1alpha1.Instance
+	// reason and message are the XR's Available condition as the last call reported it.
+	reason, message string
+}
+
+// read reads the step's Settings and the observed state the function judges into o. An
+// error is the platform team's Input, or an observed object that cannot be trusted.
+func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
 	settings, err := f.inputs.settings(req)
 	if err != nil {
-		response.Fatal(rsp, err)
-		return rsp, nil
+		return err
 	}
-	xr := req.GetObserved().GetComposite().GetResource()
-	observed := req.GetObserved().GetResources()
-
-	var od *appsv1.Deployment
-	if o, ok := observed[KeyDeployment]; ok {
-		if od, err = readDeployment(o.GetResource()); err != nil {
-			// Fatal: Crossplane then applies nothing, so the running Deployment stays as is.
-			response.Fatal(rsp, err)
-			return rsp, nil
+	*o = observation{settings: settings, xr: req.GetObserved().GetComposite().GetResource(), resources: req.GetObserved().GetResources()}
+	if od, ok := o.resources[KeyDeployment]; ok {
+		if o.deployment, err = readDeployment(od.GetResource()); err != nil {
+			return err
 		}
 	}
-	instances, err := observedInstances(observed)
-	if err != nil {
-		response.Fatal(rsp, err)
-		return rsp, nil
+	if o.instances, err = observedInstances(o.resources); err != nil {
+		return err
 	}
-	oi := anyInstance(instances)
+	o.reason, o.message = condition(o.xr, ConditionAvailable)
+	return nil
+}
 
+// decision is what the function makes of an observation: the Memcached to run and where,
+// or why the spec is invalid.
+type decision struct {
+	t targetInfo
+	// m is the resolved Memcached; with errs, only its name and namespace are known.
+	m render.Memcached
+	// placement is where the Memcached runs: nil for this cluster.
+	placement *cachev1alpha1.ProviderConfigReference
+	errs      field.ErrorList
+	// waiting is true while the TLS Secret the spec names has not been fetched: until
+	// Crossplane sends it, nothing can be decided.
+	waiting bool
+}
+
+// decide resolves the XR's spec against the Settings into d, reads the TLS Secret it names
+// (asking Crossplane for it) and gives a Memcached with auth on its stable credentials. An
+// error is one the claim owner cannot fix (no randomness for a password).
+func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, o *observation, d *decision) error {
+	spec := decideSpec(o, d)
+	if name := tlsSecretName(spec); name != "" && d.placement == nil {
+		secret, fetched := requireTLSSecret(rsp, req, name, d.t.namespace)
+		if !fetched {
+			d.waiting = true
+			return nil
+		}
+		served, errs := resolve.TLSSecret(tlsPath, name, d.m.Namespace, secret)
+		if d.errs = append(d.errs, errs...); len(d.errs) == 0 {
+			d.m.TLS = served
+		}
+	}
+	if len(d.errs) == 0 && d.m.Auth != nil {
+		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource())
+		if err != nil {
+			return err
+		}
+		a.Rotation = d.m.Auth.Rotation
+		d.m.Auth = &a
+	}
+	return nil
+}
+
+// decideSpec derives where the XR's objects live and resolves its spec into d. It returns
+// the spec as decoded (nil when there is none to read).
+func decideSpec(o *observation, d *decision) *cachev1alpha1.XMemcachedSpec {
+	xr := o.xr
 	t, errs := target(str(xr, "metadata", "name"), str(xr, "metadata", "namespace"),
 		str(xr, "metadata", "labels", LabelClaimName), str(xr, "metadata", "labels", LabelClaimNamespace))
-	m := render.Memcached{Name: t.name, Namespace: t.namespace}
-	var placement *cachev1alpha1.ProviderConfigReference
-	var spec *cachev1alpha1.XMemcachedSpec
+	*d = decision{t: t, m: render.Memcached{Name: t.name, Namespace: t.namespace}, errs: errs}
+	if len(errs) > 0 {
+		return nil
+	}
+	m, placement, spec, errs := resolveSpec(xr, t, o.settings)
+	d.placement, d.errs = placement, errs
 	if len(errs) == 0 {
-		var resolved render.Memcached
-		if resolved, placement, spec, errs = resolveSpec(xr, t, settings); len(errs) == 0 {
-			m = resolved
+		d.m = m
+	}
+	return spec
+}
+
+// verdict is what a call reports: the Available condition, the rendering whose endpoint,
+// selector and connection details the XR carries, and whose replicas it counts.
+type verdict struct {
+	cond readiness.Condition
+	// r is held by value: a rendering made for this call alone (an invalid spec's) then
+	// stays off the heap.
+	r rendered
+	// elsewhere is true when the Memcached runs in another cluster, through instance (nil
+	// until observed).
+	elsewhere bool
+	instance  *memcachedv1alpha1.Instance
+}
+
+// wait holds what runs while Crossplane fetches the TLS Secret for the next call: this
+// call's response is not the one Crossplane applies, and holding keeps it harmless all the
+// same.
+func wait(rsp *fnv1.RunFunctionResponse, o *observation) {
+	if !holdRunning(rsp.Desired.Resources, o) {
+		composite(rsp).Ready = fnv1.Ready_READY_FALSE
+	}
+}
+
+// hold answers an invalid spec: every composed resource of the function's stays exactly as
+// it runs, and nothing new is desired, because one bad field must not change or drop
+// anything that runs. The verdict is InvalidSpec naming every bad field.
+func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
+	if !holdRunning(rsp.Desired.Resources, o) {
+		// Nothing of this Memcached runs, and Crossplane would count zero unready
+		// composed resources as a ready XR.
+		composite(rsp).Ready = fnv1.Ready_READY_FALSE
+	}
+	// Nothing rendered, yet the endpoint and the pods' selector are known when the target
+	// is, and the credentials of what runs stay in the connection details.
+	r := rendered{endpoint: render.Endpoint(d.m), connection: render.ConnectionDetails(d.m), selector: selector(d.m)}
+	if s := o.resources[KeyAuthSecret].GetResource(); s != nil {
+		if a, ok := resolve.Credentials(secretData(s, render.ConnectionUsername, render.ConnectionPassword)); ok {
+			r.connection[render.ConnectionUsername] = []byte(a.Username)
+			r.connection[render.ConnectionPassword] = []byte(a.Password)
 		}
 	}
+	// It runs where it already ran.
+	oi := anyInstance(o.instances)
+	return verdict{cond: readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(d.errs)}, r: r, elsewhere: oi != nil, instance: oi}
+}
 
+// holdRunning desires every observed composed resource of the function's exactly as it
+// runs, marked ready from its observed state, and reports whether it holds anything.
+func holdRunning(desired map[string]*fnv1.Resource, o *observation) bool {
+	holding := false
+	for k, r := range o.resources {
+		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
+			desired[k] = &fnv1.Resource{Resource: held(r.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			holding = true
+		}
+	}
+	if od := o.deployment; od != nil {
+		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
+	}
+	for k, i := range o.instances {
+		desired[k].Ready = ready(remote.Ready(i))
+	}
+	return holding
+}
+
+// compose desires the rendering of the decided Memcached, here or through an Instance where
+// it is placed, and judges it into v. While everything is applied and still not every
+// replica serves, the pods say why.
+func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, o *observation, d *decision, v *verdict) error {
+	var ik, iname string
+	var oi *memcachedv1alpha1.Instance
+	if d.placement != nil {
+		ik, iname, oi = instanceFor(o.instances, d.placement, d.m.Name)
+	}
+	r, err := f.renders.get(d.m, d.t.namespaced, d.placement, ik, iname)
+	if err != nil {
+		return err
+	}
+	cond := desire(rsp.Desired.Resources, o, r, oi, d.placement)
+	if o.settings.PodDiagnostics && d.placement == nil && !cond.Available && readiness.Applied(o.deployment, r.want) {
+		cond.Message = explain(rsp, req, d.m, cond.Message)
+	}
+	*v = verdict{cond: cond, r: *r, elsewhere: d.placement != nil, instance: oi}
+	return nil
+}
+
+// desire desires the rendered objects, each marked ready from its observed state, and
+// returns the Available verdict: from the Deployment here, or from the provider's Instance
+// oi (nil until observed) when the Memcached runs in another cluster.
+func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference) readiness.Condition {
+	for k, obj := range r.objects {
+		_, seen := o.resources[k]
+		rd := ready(seen)
+		switch {
+		case k == KeyDeployment:
+			rd = ready(readiness.Deployment(o.deployment, r.want))
+		case isInstanceKey(k):
+			rd = ready(oi != nil && remote.Ready(oi))
+		}
+		desired[k] = &fnv1.Resource{Resource: obj, Ready: rd}
+	}
+	if placement == nil {
+		return readiness.Available(o.deployment, r.want, o.reason)
+	}
+	if oi == nil {
+		oi = &memcachedv1alpha1.Instance{}
+	}
+	return remote.Available(oi)
+}
+
+// report writes the verdict into the response: the XR's status and connection details, the
+// Available condition and its event, and how soon Crossplane should call again.
+func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
+	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
+	reportStatus(rsp, replicas, available, &v.r, d.t)
+	reportCondition(rsp, v.cond, o.reason, o.message)
+	if !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec {
+		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
+	}
+}
+
+// desiredResources returns the response's desired composed resources, creating the map
+// when no earlier step desired any.
+func desiredResources(rsp *fnv1.RunFunctionResponse) map[string]*fnv1.Resource {
 	if rsp.Desired == nil {
 		rsp.Desired = &fnv1.State{}
 	}
 	if rsp.Desired.Resources == nil {
 		rsp.Desired.Resources = map[string]*fnv1.Resource{}
 	}
-	desired := rsp.Desired.Resources
-	prevReason, prevMessage := condition(xr, ConditionAvailable)
-
-	// TLS needs the Secret the spec names, which Crossplane fetches for the next call when
-	// this one asks for it. Until then nothing is decided: this call's response is not the
-	// one Crossplane applies, and holding what runs keeps it harmless all the same.
-	if name := tlsSecretName(spec); name != "" && placement == nil {
-		secret, fetched := requireTLSSecret(rsp, req, name, t.namespace)
-		if !fetched {
-			if _, holding := hold(desired, observed, od, instances, nil); !holding {
-				composite(rsp).Ready = fnv1.Ready_READY_FALSE
-			}
-			return rsp, nil
-		}
-		served, terrs := resolve.TLSSecret(tlsPath, name, m.Namespace, secret)
-		if errs = append(errs, terrs...); len(errs) == 0 {
-			m.TLS = served
-		}
-	}
-	if len(errs) == 0 && m.Auth != nil {
-		a, err := f.credentials.get(credentialKey(xr, t), m.Auth.Rotation, observed[KeyAuthSecret].GetResource())
-		if err != nil {
-			response.Fatal(rsp, err)
-			return rsp, nil
-		}
-		a.Rotation = m.Auth.Rotation
-		m.Auth = &a
-	}
-
-	var cond readiness.Condition
-	var r *rendered
-	if len(errs) > 0 {
-		var holding bool
-		cond, holding = hold(desired, observed, od, instances, errs)
-		// Nothing rendered, yet the endpoint and the pods' selector are known when the
-		// target is, and the credentials of what runs stay in the connection details.
-		r = &rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
-		if o := observed[KeyAuthSecret].GetResource(); o != nil {
-			if a, ok := resolve.Credentials(secretData(o, render.ConnectionUsername, render.ConnectionPassword)); ok {
-				r.connection[render.ConnectionUsername] = []byte(a.Username)
-				r.connection[render.ConnectionPassword] = []byte(a.Password)
-			}
-		}
-		if !holding {
-			// Nothing of this Memcached runs, and Crossplane would count zero unready
-			// composed resources as a ready XR.
-			composite(rsp).Ready = fnv1.Ready_READY_FALSE
-		}
-	} else {
-		var ik, iname string
-		if placement != nil {
-			ik, iname, oi = instanceFor(instances, placement, m.Name)
-		}
-		if r, err = f.renders.get(m, t.namespaced, placement, ik, iname); err != nil {
-			response.Fatal(rsp, err)
-			return rsp, nil
-		}
-		cond = compose(desired, observed, r, od, oi, placement, prevReason)
-		if settings.PodDiagnostics && placement == nil && !cond.Available && readiness.Applied(od, r.want) {
-			// Everything is applied and still not every replica serves: the pods say why.
-			cond.Message = explain(rsp, req, m, cond.Message)
-		}
-	}
-
-	// Where the Memcached runs: where it is placed, or, with an invalid spec that changes
-	// nothing, where it already ran.
-	elsewhere := placement != nil
-	if len(errs) > 0 {
-		elsewhere = oi != nil
-	}
-	replicas, available := observedReplicas(elsewhere, od, oi)
-	reportStatus(rsp, replicas, available, r, t)
-	reportCondition(rsp, cond, prevReason, prevMessage)
-	if !cond.Available && cond.Reason != readiness.ReasonInvalidSpec {
-		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
-	}
-	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", m.Name, "namespace", m.Namespace,
-		"size", m.Size, "reason", cond.Reason)
-	return rsp, nil
-}
-
-// hold desires every observed composed resource of the function's exactly as it runs, and
-// nothing new, because the spec is invalid: one bad field must not change or drop anything
-// that runs. It returns the InvalidSpec verdict naming every bad field, and whether it holds
-// anything at all.
-func hold(desired map[string]*fnv1.Resource, observed map[string]*fnv1.Resource, od *appsv1.Deployment, instances map[string]*memcachedv1alpha1.Instance, errs field.ErrorList) (readiness.Condition, bool) {
-	holding := false
-	for k, o := range observed {
-		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
-			desired[k] = &fnv1.Resource{Resource: held(o.GetResource()), Ready: fnv1.Ready_READY_TRUE}
-			holding = true
-		}
-	}
-	if od != nil {
-		desired[KeyDeployment].Ready = ready(readiness.Deployment(od, readiness.Wanted(od)))
-	}
-	for k, i := range instances {
-		desired[k].Ready = ready(remote.Ready(i))
-	}
-	return readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(errs)}, holding
-}
-
-// compose desires the rendered objects, each marked ready from its observed state, and
-// returns the Available verdict: from the Deployment here, or from the provider's Instance
-// when the Memcached runs in another cluster.
-func compose(desired, observed map[string]*fnv1.Resource, r *rendered, od *appsv1.Deployment,
-	oi *memcachedv1alpha1.Instance, placement *cachev1alpha1.ProviderConfigReference, prevReason string) readiness.Condition {
-	for k, o := range r.objects {
-		_, seen := observed[k]
-		rd := ready(seen)
-		switch {
-		case k == KeyDeployment:
-			rd = ready(readiness.Deployment(od, r.want))
-		case isInstanceKey(k):
-			rd = ready(oi != nil && remote.Ready(oi))
-		}
-		desired[k] = &fnv1.Resource{Resource: o, Ready: rd}
-	}
-	if placement == nil {
-		return readiness.Available(od, r.want, prevReason)
-	}
-	if oi == nil {
-		oi = &memcachedv1alpha1.Instance{}
-	}
-	return remote.Available(oi)
+	return rsp.Desired.Resources
 }
 
 // observedReplicas are the replica counts the XR reports where the Memcached is placed: the
@@ -394,28 +481,22 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 }
 
 // reportCondition sets the Available condition and, on a transition worth a person's
-// attention, one event: never one per call, which Crossplane's function spec forbids.
+// attention (the readiness package's table of reasons says which and how), one event: never
+// one per call, which Crossplane's function spec forbids.
 func reportCondition(rsp *fnv1.RunFunctionResponse, c readiness.Condition, prevReason, prevMessage string) {
 	if c.Available {
 		response.ConditionTrue(rsp, ConditionAvailable, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	} else {
 		response.ConditionFalse(rsp, ConditionAvailable, c.Reason).WithMessage(c.Message).TargetCompositeAndClaim()
 	}
-	changed := prevReason != c.Reason || (c.Reason == readiness.ReasonInvalidSpec && prevMessage != c.Message)
-	if !changed {
+	if readiness.StateOf(prevReason, prevMessage) == readiness.StateOf(c.Reason, c.Message) {
 		return
 	}
-	switch c.Reason {
-	case readiness.ReasonInvalidSpec:
-		response.Warning(rsp, errors.New(c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonDegraded:
-		response.Warning(rsp, errors.New("Memcached is degraded: "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonStalled:
-		response.Warning(rsp, errors.New("Memcached "+c.Message)).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonAvailable:
-		response.Normal(rsp, "Memcached is available: "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
-	case readiness.ReasonResizing:
-		response.Normal(rsp, "Memcached is "+c.Message).WithReason(c.Reason).TargetCompositeAndClaim()
+	switch severity, msg := readiness.Announcement(c); severity {
+	case readiness.Normal:
+		response.Normal(rsp, msg).WithReason(c.Reason).TargetCompositeAndClaim()
+	case readiness.Warning:
+		response.Warning(rsp, errors.New(msg)).WithReason(c.Reason).TargetCompositeAndClaim()
 	}
 }
 

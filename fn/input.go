@@ -1,8 +1,6 @@
 package fn
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/request"
 
 	"github.com/example/function-memcached/input/v1beta1"
 	"github.com/example/function-memcached/internal/resolve"
@@ -59,9 +58,9 @@ func (c *settingsCache) settings(req *fnv1.RunFunctionRequest) (resolve.Settings
 	return e.s, e.err
 }
 
-// input decodes the step's Input strictly: an unknown or mistyped field is the platform
-// team's mistake and is reported with its path, rather than silently ignored. A step without
-// Input gets every default.
+// input decodes the step's Input strictly, with function-sdk-go's request.GetInput: an
+// unknown or mistyped field is the platform team's mistake and is reported with its path,
+// rather than silently ignored. A step without Input gets every default.
 func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 	in := &v1beta1.Input{}
 	if req.GetInput() == nil {
@@ -69,19 +68,16 @@ func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 	}
 	// Another function's Input would decode into an empty one and silently apply every
 	// default: name what the step points at instead.
-	gvk := v1beta1.SchemeGroupVersion.WithKind(v1beta1.InputKind)
-	if av, k := str(req.GetInput(), "apiVersion"), str(req.GetInput(), "kind"); av != gvk.GroupVersion().String() || k != gvk.Kind {
+	if av, k := str(req.GetInput(), "apiVersion"), str(req.GetInput(), "kind"); av != v1beta1.APIVersion || k != v1beta1.Kind {
 		return nil, errors.Errorf("the step's input is apiVersion %q, kind %q: function-memcached takes apiVersion %q, kind %q",
-			av, k, gvk.GroupVersion().String(), gvk.Kind)
+			av, k, v1beta1.APIVersion, v1beta1.Kind)
 	}
-	b, err := protojson.Marshal(req.GetInput())
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read the function's Input")
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(in); err != nil {
-		return nil, errors.Wrap(err, "invalid function Input (memcached.fn.example.com/v1beta1)")
+	if err := request.GetInput(req, in); err != nil {
+		b, err := protojson.Marshal(req.GetInput())
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot read the function's Input")
+		}
+		return nil, v1beta1.Refused(b)
 	}
 	return in, nil
 }

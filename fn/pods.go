@@ -16,29 +16,23 @@ const RequirementPods = "memcached-pods"
 
 // explain appends to message why replicas are not available, from the Memcached's own pods.
 // It asks Crossplane for the pods (by the Memcached's selector labels, in its namespace) and
-// reads those Crossplane sent, which is the answer to the same request on an earlier
-// iteration or reconcile. The function asks only while everything is applied and still not
-// every replica serves, so a healthy Memcached costs nothing extra, and a Crossplane that may
-// not read pods never holds back a change the function has yet to apply.
+// reads those Crossplane sent (see require). The function asks only while everything is
+// applied and still not every replica serves, so a healthy Memcached costs nothing extra,
+// and a Crossplane that may not read pods never holds back a change the function has yet to
+// apply.
 func explain(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, m render.Memcached, message string) string {
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{}
-	}
-	if rsp.Requirements.Resources == nil {
-		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
-	}
-	rsp.Requirements.Resources[RequirementPods] = &fnv1.ResourceSelector{
+	items, _ := require(rsp, req, RequirementPods, &fnv1.ResourceSelector{
 		ApiVersion: "v1",
 		Kind:       "Pod",
 		Match:      &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: render.SelectorLabels(m)}},
 		Namespace:  &m.Namespace,
-	}
-	var pods []corev1.Pod
-	for _, r := range req.GetRequiredResources()[RequirementPods].GetItems() {
+	})
+	pods := make([]corev1.Pod, 0, len(items))
+	for _, r := range items {
 		var p corev1.Pod
 		// A pod that cannot be read (it never happens with a real API server) explains
 		// nothing; it is no reason to fail.
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.GetResource().AsMap(), &p) == nil {
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.Resource.Object, &p) == nil {
 			pods = append(pods, p)
 		}
 	}

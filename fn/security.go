@@ -103,29 +103,18 @@ func tlsSecretName(spec *cachev1alpha1.XMemcachedSpec) string {
 // request carries it: nil when it does not exist, and fetched false when Crossplane has not
 // been asked yet (the first call of a reconcile), in which case nothing can be decided.
 func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, name, namespace string) (secret *corev1.Secret, fetched bool) {
-	if rsp.Requirements == nil {
-		rsp.Requirements = &fnv1.Requirements{}
-	}
-	if rsp.Requirements.Resources == nil {
-		rsp.Requirements.Resources = map[string]*fnv1.ResourceSelector{}
-	}
-	rsp.Requirements.Resources[RequirementTLSSecret] = &fnv1.ResourceSelector{
+	items, fetched := require(rsp, req, RequirementTLSSecret, &fnv1.ResourceSelector{
 		ApiVersion: "v1",
 		Kind:       "Secret",
 		Match:      &fnv1.ResourceSelector_MatchName{MatchName: name},
 		Namespace:  &namespace,
-	}
-	got, ok := req.GetRequiredResources()[RequirementTLSSecret]
-	if !ok {
-		return nil, false
-	}
-	items := got.GetItems()
-	if len(items) == 0 {
-		return nil, true
+	})
+	if !fetched || len(items) == 0 {
+		return nil, fetched
 	}
 	s := &corev1.Secret{}
 	// A Secret that does not decode is reported like one of no type, without a certificate.
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(items[0].GetResource().AsMap(), s) != nil {
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(items[0].Resource.Object, s) != nil {
 		return &corev1.Secret{}, true
 	}
 	return s, true

@@ -46,6 +46,10 @@ type preEncoded struct {
 	m  map[*structpb.Struct][]byte
 }
 
+func newPreEncoded() *preEncoded {
+	return &preEncoded{m: map[*structpb.Struct][]byte{}}
+}
+
 // add encodes the Structs of a new rendering.
 func (p *preEncoded) add(objs map[string]*structpb.Struct) error {
 	encoded := make(map[*structpb.Struct][]byte, len(objs))

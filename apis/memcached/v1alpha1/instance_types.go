@@ -10,13 +10,14 @@ import (
 
 // TypeAvailable is the Instance's own condition beside Crossplane's Ready and Synced. Ready
 // can only say Available, Unavailable or Creating; Available carries the reason users know
-// from the claim (Creating, Resizing, Progressing, Degraded, InvalidSpec) and the replica
-// counts, so that a composition can hand the same condition on to its claim.
+// from the claim (Creating, Resizing, Progressing, Stalled, Degraded, InvalidSpec) and the
+// replica counts, so that a composition can hand the same condition on to its claim. Every
+// reason, with the event a transition to it records, is in internal/readiness's Reasons.
 const TypeAvailable xpv2.ConditionType = "Available"
 
 // Reasons of the Available condition that only an Instance has, beside the claim's
-// (Available, Creating, Resizing, Progressing, Degraded, InvalidSpec). A composition hands
-// them on to its claim like the others.
+// (Available, Creating, Resizing, Progressing, Stalled, Degraded, InvalidSpec). A
+// composition hands them on to its claim like the others.
 const (
 	// ReasonUnreachable: the provider cannot observe the target cluster (credentials
 	// missing, revoked or refused, the cluster unreachable); the message says why. It turns

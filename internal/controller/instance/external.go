@@ -92,6 +92,11 @@ func (o observed) live(kind string) client.Object {
 	return nil
 }
 
+// exists reports whether any object exists.
+func (o observed) exists() bool {
+	return o.deployment != nil || o.service != nil || o.pdb != nil
+}
+
 // keep keeps only the objects whose ownership (to the Instance whose UID is uid) is one of
 // those listed.
 func (o observed) keep(uid types.UID, owned ...ownership) observed {
@@ -113,8 +118,8 @@ func instanceKey(cr *v1alpha1.Instance) types.NamespacedName {
 	return types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
 }
 
-// observeOnly reports whether the Instance only observes (managementPolicies: [Observe]).
-func observeOnly(cr *v1alpha1.Instance) bool {
+// onlyObserves reports whether the Instance only observes (managementPolicies: [Observe]).
+func onlyObserves(cr *v1alpha1.Instance) bool {
 	return managed.NewManagementPoliciesResolver(true, cr.GetManagementPolicies()).ShouldOnlyObserve()
 }
 
@@ -124,119 +129,153 @@ func observeOnly(cr *v1alpha1.Instance) bool {
 // Deployment, and records an event when availability changes. It is an error, reported on
 // Synced, when the spec is invalid or refused, when an object under the Instance's names is
 // someone else's (naming it), and when the target cannot be observed (Available then says
-// Unreachable, and turns back once it can be observed). An Instance that only observes is
-// judged against the live Deployment's replicas.
+// Unreachable, and turns back once it can be observed). Each mode has its own function:
+// deleting, refused, invalid, only observing, managing.
 func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalObservation, error) {
-	name, namespace := remote.Target(cr)
-	key := types.NamespacedName{Namespace: namespace, Name: name}
-	previous := cr.GetCondition(v1alpha1.TypeAvailable)
-
 	if meta.WasDeleted(cr) {
-		// Deleting needs the names only, so an Instance whose spec went bad is still
-		// deleted; and only what is the Instance's own counts.
-		o, err := e.observe(ctx, cr, key, nil)
-		if err != nil {
-			return managed.ExternalObservation{}, e.unreachable(cr, err)
-		}
-		e.observed = o.keep(cr.GetUID(), ours)
-		exists := e.observed.deployment != nil || e.observed.service != nil || e.observed.pdb != nil
-		if !exists {
-			e.Target.Forget(namespace, instanceKey(cr))
-			e.Transitions.Forget(cr.GetUID())
-			e.Drifts.Forget(cr.GetUID())
-		}
-		return managed.ExternalObservation{ResourceExists: exists}, nil
+		return e.observeDeleting(ctx, cr)
 	}
-
 	if len(e.Refused) > 0 {
-		msg := resolve.Message(e.Refused)
-		e.report(cr, previous, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetCondition(xpv2.TypeReady).Reason == "")
-		return managed.ExternalObservation{}, errors.New(msg)
+		return e.observeRefused(cr)
 	}
-
 	m, errs := remote.Memcached(cr, e.Settings)
-	if len(errs) > 0 {
-		// Report what runs, judged against its own replica count, and leave it alone. With
-		// nothing running, Ready too says why nothing will be.
-		var o observed
-		if namespace != "" {
-			var err error
-			if o, err = e.observe(ctx, cr, key, nil); err != nil {
-				return managed.ExternalObservation{}, e.unreachable(cr, err)
-			}
-		}
-		d := o.keep(cr.GetUID(), ours, legacy).deployment
-		if observeOnly(cr) {
-			d = o.deployment
-		}
-		msg := resolve.Message(errs)
-		e.report(cr, previous, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, d == nil)
-		if d != nil {
-			ready, _ := remote.Conditions(readiness.Available(d, readiness.Wanted(d), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), cr.GetGeneration())
-			cr.SetConditions(ready)
-		}
-		cr.Status.AtProvider = atProvider(d, render.Memcached{Name: name, Namespace: namespace})
-		return managed.ExternalObservation{}, errors.New(msg)
+	switch {
+	case len(errs) > 0:
+		return e.observeInvalid(ctx, cr, errs)
+	case onlyObserves(cr):
+		return e.observeOnly(ctx, cr, m)
+	default:
+		return e.observeManaged(ctx, cr, m)
 	}
+}
 
-	if observeOnly(cr) {
-		// Nothing will be written: judge the live Deployment, whoever made it, by its own
-		// replicas, and publish what it runs.
-		o, err := e.observe(ctx, cr, key, nil, e.Target.Client())
-		if err != nil {
-			return managed.ExternalObservation{}, e.unreachable(cr, err)
-		}
-		d := o.deployment
-		want := readiness.Want{Replicas: m.Size}
-		if d != nil {
-			want = readiness.Wanted(d)
-		}
-		e.report(cr, previous, readiness.Available(d, want, e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
-		cr.Status.AtProvider = atProvider(d, m)
-		return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: render.ConnectionDetails(m)}, nil
-	}
-
-	need := map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": render.NeedsPodDisruptionBudget(m)}
-	o, err := e.observe(ctx, cr, key, need)
+// observeDeleting observes a deleted Instance. Deleting needs the names only, so an Instance
+// whose spec went bad is still deleted; and only what is the Instance's own counts. Once
+// nothing of it is left, the Instance is forgotten.
+func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalObservation, error) {
+	key := targetKey(cr)
+	o, err := e.observe(ctx, cr, key, nil)
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
-	adopt := cr.Spec.AdoptionPolicy == v1alpha1.AdoptionPolicyAdopt
-	if !adopt {
-		var conflicts []string
-		o.each(func(kind string, obj client.Object) {
-			if need[kind] && ownershipOf(obj, cr.GetUID()) == foreign {
-				conflicts = append(conflicts, conflict(kind, obj))
-			}
-		})
-		if len(conflicts) > 0 {
-			msg := strings.Join(conflicts, "; ")
-			e.report(cr, previous, readiness.Condition{Reason: v1alpha1.ReasonConflict, Message: msg}, true)
+	e.observed = o.keep(cr.GetUID(), ours)
+	if !e.observed.exists() {
+		e.Target.Forget(key.Namespace, instanceKey(cr))
+		e.Transitions.Forget(cr.GetUID())
+		e.Drifts.Forget(cr.GetUID())
+	}
+	return managed.ExternalObservation{ResourceExists: e.observed.exists()}, nil
+}
+
+// observeRefused reports that the Instance may not place what it asks where it asks, and
+// reads nothing.
+func (e *External) observeRefused(cr *v1alpha1.Instance) (managed.ExternalObservation, error) {
+	msg := resolve.Message(e.Refused)
+	e.report(cr, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, cr.GetCondition(xpv2.TypeReady).Reason == "")
+	return managed.ExternalObservation{}, errors.New(msg)
+}
+
+// observeInvalid reports an invalid spec, and what runs, judged against its own replica
+// count, leaving it alone. With nothing running, Ready too says why nothing will be.
+func (e *External) observeInvalid(ctx context.Context, cr *v1alpha1.Instance, errs field.ErrorList) (managed.ExternalObservation, error) {
+	key := targetKey(cr)
+	var o observed
+	if key.Namespace != "" {
+		var err error
+		if o, err = e.observe(ctx, cr, key, nil); err != nil {
+			return managed.ExternalObservation{}, e.unreachable(cr, err)
+		}
+	}
+	d := o.keep(cr.GetUID(), ours, legacy).deployment
+	if onlyObserves(cr) {
+		d = o.deployment
+	}
+	msg := resolve.Message(errs)
+	e.report(cr, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, d == nil)
+	if d != nil {
+		ready, _ := remote.Conditions(e.judge(cr, d, readiness.Wanted(d)), cr.GetGeneration())
+		cr.SetConditions(ready)
+	}
+	cr.Status.AtProvider = atProvider(d, render.Memcached{Name: key.Name, Namespace: key.Namespace})
+	return managed.ExternalObservation{}, errors.New(msg)
+}
+
+// observeOnly observes an Instance that writes nothing: it judges the live Deployment,
+// whoever made it, by its own replicas, read directly, and publishes what it runs.
+func (e *External) observeOnly(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (managed.ExternalObservation, error) {
+	o, err := e.observeLive(ctx, cr, targetKey(cr))
+	if err != nil {
+		return managed.ExternalObservation{}, e.unreachable(cr, err)
+	}
+	d := o.deployment
+	want := readiness.Want{Replicas: m.Size}
+	if d != nil {
+		want = readiness.Wanted(d)
+	}
+	e.report(cr, e.judge(cr, d, want), true)
+	cr.Status.AtProvider = atProvider(d, m)
+	return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: render.ConnectionDetails(m)}, nil
+}
+
+// observeManaged observes an Instance the provider manages: what of its objects exists, a
+// conflict with someone else's under its names, and how what it owns drifted from m.
+func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (managed.ExternalObservation, error) {
+	need := map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": render.NeedsPodDisruptionBudget(m)}
+	o, err := e.observe(ctx, cr, targetKey(cr), need)
+	if err != nil {
+		return managed.ExternalObservation{}, e.unreachable(cr, err)
+	}
+	if cr.Spec.AdoptionPolicy == v1alpha1.AdoptionPolicyAdopt {
+		e.observed = o
+	} else {
+		if msg := conflicts(o, need, cr); msg != "" {
+			e.report(cr, readiness.Condition{Reason: v1alpha1.ReasonConflict, Message: msg}, true)
 			cr.Status.AtProvider = atProvider(nil, m)
 			return managed.ExternalObservation{}, errors.New(msg)
 		}
-	}
-	e.observed = o.keep(cr.GetUID(), ours, legacy)
-	if adopt {
-		e.observed = o
+		e.observed = o.keep(cr.GetUID(), ours, legacy)
 	}
 	diff, err := e.Drifts.Judge(cr, e.observed, m, func() (string, error) { return drift(e.observed, m, cr) })
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, previous, readiness.Available(e.observed.deployment, readiness.Wanted(render.Deployment(m)), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
+	e.report(cr, e.judge(cr, e.observed.deployment, readiness.Wanted(render.Deployment(m))), true)
 	cr.Status.AtProvider = atProvider(e.observed.deployment, m)
 	return managed.ExternalObservation{
-		ResourceExists:    e.observed.deployment != nil || e.observed.service != nil || e.observed.pdb != nil,
+		ResourceExists:    e.observed.exists(),
 		ResourceUpToDate:  diff == "",
 		ConnectionDetails: render.ConnectionDetails(m),
 		Diff:              diff,
 	}, nil
 }
 
+// conflicts names every object of o the Instance needs that is someone else's; empty when
+// none is.
+func conflicts(o observed, need map[string]bool, cr *v1alpha1.Instance) string {
+	var c []string
+	o.each(func(kind string, obj client.Object) {
+		if need[kind] && ownershipOf(obj, cr.GetUID()) == foreign {
+			c = append(c, conflict(kind, obj))
+		}
+	})
+	return strings.Join(c, "; ")
+}
+
+// targetKey is where the Instance's objects live in the target cluster.
+func targetKey(cr *v1alpha1.Instance) types.NamespacedName {
+	name, namespace := remote.Target(cr)
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+// judge is the Available verdict on the Memcached whose Deployment is d (nil when absent)
+// and wants w, from the reason the Instance last reported.
+func (e *External) judge(cr *v1alpha1.Instance, d *appsv1.Deployment, w readiness.Want) readiness.Condition {
+	return readiness.Available(d, w, e.Transitions.Reason(cr.GetUID(), string(cr.GetCondition(v1alpha1.TypeAvailable).Reason)))
+}
+
 // Create server-side applies the Memcached's objects.
 func (e *External) Create(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalCreation, error) {
-	cd, err := e.apply(ctx, cr)
+	cd, err := e.write(ctx, cr)
 	return managed.ExternalCreation{ConnectionDetails: cd}, err
 }
 
@@ -245,7 +284,7 @@ func (e *External) Create(ctx context.Context, cr *v1alpha1.Instance) (managed.E
 // field manager, and removes a PodDisruptionBudget of the Instance's that the spec no longer
 // needs.
 func (e *External) Update(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalUpdate, error) {
-	cd, err := e.apply(ctx, cr)
+	cd, err := e.write(ctx, cr)
 	return managed.ExternalUpdate{ConnectionDetails: cd}, err
 }
 
@@ -271,43 +310,60 @@ func (e *External) Delete(ctx context.Context, cr *v1alpha1.Instance) (managed.E
 // Disconnect does nothing: the connection is shared by every Instance of the config.
 func (e *External) Disconnect(_ context.Context) error { return nil }
 
-// observe reads the three objects under key. Without live, it reads what the watches hold,
-// and reads an object that is not there directly when need says the Instance needs it: it
-// may be absent, someone else's (which the watches do not hold), or applied a moment ago.
-// With live, it reads each object directly. An absent object is nil.
-func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName, need map[string]bool, live ...client.Reader) (observed, error) {
+// observe reads the three objects under key from what the watches hold, and reads an object
+// that is not there directly when need says the Instance needs it: it may be absent,
+// someone else's (which the watches do not hold), or applied a moment ago. An absent object
+// is nil.
+func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName, need map[string]bool) (observed, error) {
 	watched, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr))
 	if err != nil {
 		return observed{}, err
 	}
 	direct := e.Target.Client()
-	read := func(kind string, obj client.Object) (bool, error) {
-		if len(live) > 0 && live[0] != nil {
-			found, err := get(ctx, live[0], key, obj)
-			return found, errors.Wrapf(err, "cannot get %s %s", kind, key)
-		}
+	return readAll(key, func(kind string, obj client.Object) (bool, error) {
 		found, err := get(ctx, watched, key, obj)
 		if err == nil && !found && need[kind] {
 			found, err = get(ctx, direct, key, obj)
 		}
-		return found, errors.Wrapf(err, "cannot get %s %s", kind, key)
+		return found, err
+	})
+}
+
+// observeLive reads the three objects under key directly from the target cluster, whoever
+// they belong to (the watches hold only the Instances' own). It still registers with the
+// namespace's watches, like observe, so that the Instance is woken by them and is
+// Unreachable while the namespace cannot be observed. An absent object is nil.
+func (e *External) observeLive(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName) (observed, error) {
+	if _, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr)); err != nil {
+		return observed{}, err
 	}
+	direct := e.Target.Client()
+	return readAll(key, func(_ string, obj client.Object) (bool, error) {
+		return get(ctx, direct, key, obj)
+	})
+}
+
+// readAll reads the Deployment, Service and PodDisruptionBudget under key with read, which
+// reports whether the object exists.
+func readAll(key types.NamespacedName, read func(kind string, obj client.Object) (bool, error)) (observed, error) {
 	var o observed
 	d, s, p := &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}
-	if ok, err := read("Deployment", d); err != nil {
-		return observed{}, err
-	} else if ok {
-		o.deployment = d
-	}
-	if ok, err := read("Service", s); err != nil {
-		return observed{}, err
-	} else if ok {
-		o.service = s
-	}
-	if ok, err := read("PodDisruptionBudget", p); err != nil {
-		return observed{}, err
-	} else if ok {
-		o.pdb = p
+	for _, r := range []struct {
+		kind string
+		obj  client.Object
+		set  func()
+	}{
+		{"Deployment", d, func() { o.deployment = d }},
+		{"Service", s, func() { o.service = s }},
+		{"PodDisruptionBudget", p, func() { o.pdb = p }},
+	} {
+		found, err := read(r.kind, r.obj)
+		if err != nil {
+			return observed{}, errors.Wrapf(err, "cannot get %s %s", r.kind, key)
+		}
+		if found {
+			r.set()
+		}
 	}
 	return o, nil
 }
@@ -323,12 +379,12 @@ func get(ctx context.Context, c client.Reader, key types.NamespacedName, obj cli
 	return true, nil
 }
 
-// apply resolves the Instance and server-side applies what it renders with the Instance's
-// own field manager, each object stamped as the Instance's and, when Observe found it,
-// guarded by its UID. It then judges the Instance from the Deployment the apply returned, so
+// write resolves the Instance and brings the target cluster to what it renders: it
+// migrates what an earlier provider applied, applies every object, and prunes what the spec
+// no longer needs. It then judges the Instance from the Deployment the apply returned, so
 // that a change just applied reads Progressing or Resizing rather than Available with the
 // old Deployment's numbers.
-func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
+func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
 	if len(e.Refused) > 0 {
 		// Observe reports this first; refusing again keeps Create and Update safe alone.
 		return nil, errors.New(resolve.Message(e.Refused))
@@ -337,24 +393,47 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 	if len(errs) > 0 {
 		return nil, errors.New(resolve.Message(errs))
 	}
+	if err := e.migrate(ctx, cr); err != nil {
+		return nil, err
+	}
+	applied, err := e.apply(ctx, cr, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.prune(ctx, m); err != nil {
+		return nil, err
+	}
+	if applied != nil {
+		e.report(cr, e.judge(cr, applied, readiness.Wanted(render.Deployment(m))), true)
+		cr.Status.AtProvider = atProvider(applied, m)
+	}
+	return render.ConnectionDetails(m), nil
+}
+
+// migrate moves the fields an earlier provider applied to the objects Observe found to the
+// Instance's own field manager.
+func (e *External) migrate(ctx context.Context, cr *v1alpha1.Instance) error {
 	c := e.Target.Client()
 	manager := FieldManager(cr)
-	var errMigrate error
+	var errs error
 	e.observed.each(func(kind string, obj client.Object) {
-		if errMigrate != nil || ownershipOf(obj, cr.GetUID()) != legacy {
+		if errs != nil || ownershipOf(obj, cr.GetUID()) != legacy {
 			return
 		}
 		patch, err := migration(obj, manager)
 		if err == nil && patch != nil {
 			err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 		}
-		errMigrate = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", kind, obj.GetNamespace(), obj.GetName(), manager)
+		errs = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", kind, obj.GetNamespace(), obj.GetName(), manager)
 	})
-	if errMigrate != nil {
-		return nil, kubeconfig.Trim(errMigrate)
-	}
+	return kubeconfig.Trim(errs)
+}
 
-	previous := cr.GetCondition(v1alpha1.TypeAvailable)
+// apply server-side applies what m renders with the Instance's own field manager and force,
+// each object stamped as the Instance's and, when Observe found it, guarded by its UID. It
+// returns the Deployment as applied.
+func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (*appsv1.Deployment, error) {
+	c := e.Target.Client()
 	var applied *appsv1.Deployment
 	for _, o := range render.Objects(m) {
 		u, err := render.ToApply(o)
@@ -366,7 +445,7 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		if live := e.observed.live(kind); live != nil {
 			u.SetUID(live.GetUID())
 		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(cr)), client.ForceOwnership); err != nil {
 			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", kind, m.Namespace, m.Name))
 		}
 		if kind == "Deployment" {
@@ -376,52 +455,42 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 			}
 		}
 	}
-	if pdb := e.observed.pdb; pdb != nil && !render.NeedsPodDisruptionBudget(m) {
-		// A budget over a single replica would block every node drain.
-		err := c.Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID})
-		if err != nil && !kerrors.IsNotFound(err) {
-			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot delete PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name))
-		}
+	return applied, nil
+}
+
+// prune deletes the Instance's PodDisruptionBudget when m no longer needs one: a budget over
+// a single replica would block every node drain.
+func (e *External) prune(ctx context.Context, m render.Memcached) error {
+	pdb := e.observed.pdb
+	if pdb == nil || render.NeedsPodDisruptionBudget(m) {
+		return nil
 	}
-	if applied != nil {
-		e.report(cr, previous, readiness.Available(applied, readiness.Wanted(render.Deployment(m)), e.Transitions.Reason(cr.GetUID(), string(previous.Reason))), true)
-		cr.Status.AtProvider = atProvider(applied, m)
+	err := e.Target.Client().Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID})
+	if err != nil && !kerrors.IsNotFound(err) {
+		return kubeconfig.Trim(errors.Wrapf(err, "cannot delete PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name))
 	}
-	return render.ConnectionDetails(m), nil
+	return nil
 }
 
 // report sets the Instance's Available condition to c and, with ready, its Ready condition,
-// and records an event when availability changed in a way worth a person's attention: never
-// one per reconcile.
-func (e *External) report(cr *v1alpha1.Instance, previous xpv2.Condition, c readiness.Condition, ready bool) {
+// and records an event when availability changed in a way worth a person's attention (the
+// readiness package's table of reasons says which and how): never one per reconcile.
+func (e *External) report(cr *v1alpha1.Instance, c readiness.Condition, ready bool) {
+	previous := cr.GetCondition(v1alpha1.TypeAvailable)
 	r, a := remote.Conditions(c, cr.GetGeneration())
 	if ready {
 		cr.SetConditions(r, a)
 	} else {
 		cr.SetConditions(a)
 	}
-	// A message matters for the reasons whose message says what to fix; for the others a
-	// new count is no new transition.
-	key := func(reason, message string) string {
-		if reason == readiness.ReasonInvalidSpec || reason == v1alpha1.ReasonConflict {
-			return reason + "\x00" + message
-		}
-		return reason
-	}
-	if !e.Transitions.Changed(cr.GetUID(), key(string(previous.Reason), previous.Message), key(c.Reason, c.Message)) || e.Recorder == nil {
+	if !e.Transitions.Changed(cr.GetUID(), readiness.StateOf(string(previous.Reason), previous.Message), readiness.StateOf(c.Reason, c.Message)) || e.Recorder == nil {
 		return
 	}
-	switch c.Reason {
-	case readiness.ReasonAvailable:
-		e.Recorder.Event(cr, event.Normal(event.Reason(c.Reason), "Memcached is available: "+c.Message))
-	case readiness.ReasonResizing:
-		e.Recorder.Event(cr, event.Normal(event.Reason(c.Reason), "Memcached is "+c.Message))
-	case readiness.ReasonDegraded:
-		e.Recorder.Event(cr, event.Warning(event.Reason(c.Reason), errors.New("Memcached is degraded: "+c.Message)))
-	case readiness.ReasonInvalidSpec, v1alpha1.ReasonConflict:
-		e.Recorder.Event(cr, event.Warning(event.Reason(c.Reason), errors.New(c.Message)))
-	case v1alpha1.ReasonUnreachable:
-		e.Recorder.Event(cr, event.Warning(event.Reason(c.Reason), errors.New("cannot observe the Memcached: "+c.Message)))
+	switch severity, msg := readiness.Announcement(c); severity {
+	case readiness.Normal:
+		e.Recorder.Event(cr, event.Normal(event.Reason(c.Reason), msg))
+	case readiness.Warning:
+		e.Recorder.Event(cr, event.Warning(event.Reason(c.Reason), errors.New(msg)))
 	}
 }
 
@@ -429,7 +498,7 @@ func (e *External) report(cr *v1alpha1.Instance, previous xpv2.Condition, c read
 // Unavailable, Available False/Unreachable with the error) and returns the error, trimmed.
 func (e *External) unreachable(cr *v1alpha1.Instance, err error) error {
 	err = kubeconfig.Trim(err)
-	e.report(cr, cr.GetCondition(v1alpha1.TypeAvailable), readiness.Condition{Reason: v1alpha1.ReasonUnreachable, Message: err.Error()}, true)
+	e.report(cr, readiness.Condition{Reason: v1alpha1.ReasonUnreachable, Message: err.Error()}, true)
 	return err
 }
 

@@ -226,6 +226,29 @@ func rollout(available int32) func(*testing.T, client.Client) {
 	}
 }
 
+// stall sets a Deployment's status as the deployment controller does once a rollout has
+// exceeded its progress deadline with available of its replicas available.
+func stall(available int32) func(*testing.T, client.Client) {
+	return func(t *testing.T, c client.Client) {
+		t.Helper()
+		d := &appsv1.Deployment{}
+		if err := c.Get(context.Background(), key, d); err != nil {
+			t.Fatalf("Get(Deployment): %v", err)
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: *d.Spec.Replicas, UpdatedReplicas: *d.Spec.Replicas,
+			ReadyReplicas: available, AvailableReplicas: available,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: `ReplicaSet "sessions-5d8f" has timed out progressing.`},
+			},
+		}
+		if err := c.Status().Update(context.Background(), d, client.FieldOwner("kube-controller-manager")); err != nil {
+			t.Fatalf("Status().Update(Deployment): %v", err)
+		}
+	}
+}
+
 // apiServerDefaults fills in what the API server and other controllers add to the objects:
 // defaults, a revision annotation, a cluster IP family, a label. None of it is the
 // provider's.
@@ -522,6 +545,20 @@ func TestObserve(t *testing.T) {
 				events: []string{"Warning/Degraded"},
 			},
 		},
+		"Stalled": {
+			reason: "A rollout past its progress deadline is Stalled, announced once with a Warning event, as on a claim.",
+			args: args{
+				kube: func(t *testing.T) client.Client { return applied(t, instance(), stall(1)) },
+				cr:   instance(was(readiness.Condition{Reason: readiness.ReasonProgressing, Message: "rolling out: 1/3 replicas available"})),
+			},
+			want: want{
+				o: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details},
+				status: status(atProvider(3, 1, 3), conditions(readiness.Condition{
+					Reason: readiness.ReasonStalled, Message: `rollout stalled: ReplicaSet "sessions-5d8f" has timed out progressing. 1/3 replicas available`,
+				})...),
+				events: []string{"Warning/Stalled"},
+			},
+		},
 		"ConflictUnlabelled": {
 			reason: "An application's Deployment under the Instance's names is not the Instance's: a conflict naming it, and nothing is written.",
 			args: args{
@@ -626,6 +663,22 @@ func TestObserve(t *testing.T) {
 				directGets: 3,
 			},
 		},
+		"ObserveOnlyUnreachable": {
+			reason: "An Instance that only observes still registers with its namespace's watches: while the namespace cannot be observed it is Unreachable, and nothing is read.",
+			args: args{
+				kube:     empty(theirDeployment(nil)),
+				watchErr: errors.New("cannot observe namespace team-a of https://target:6443: forbidden"),
+				cr: instance(func(i *v1alpha1.Instance) {
+					i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+				}),
+			},
+			want: want{
+				err: "cannot observe namespace team-a of https://target:6443: forbidden",
+				status: status(v1alpha1.InstanceObservation{}, conditions(readiness.Condition{Reason: v1alpha1.ReasonUnreachable,
+					Message: "cannot observe namespace team-a of https://target:6443: forbidden"})...),
+				events: []string{"Warning/Unreachable"},
+			},
+		},
 		"InvalidSpec": {
 			reason: "An invalid spec is an error naming field, value and limit, before anything exists.",
 			args:   args{kube: func(t *testing.T) client.Client { return targetCluster(readOnly(t)) }, cr: instance(size(9))},
@@ -698,7 +751,7 @@ func TestObserve(t *testing.T) {
 			e := &External{Target: tg, Settings: settings(t), Refused: tc.args.refused, Recorder: rec}
 			if tc.args.reported != "" {
 				e.Transitions = NewTransitions()
-				e.Transitions.Changed(tc.args.cr.GetUID(), "", tc.args.reported)
+				e.Transitions.Changed(tc.args.cr.GetUID(), readiness.State{}, readiness.StateOf(tc.args.reported, ""))
 			}
 			o, err := e.Observe(ctx, tc.args.cr)
 			if diff := cmp.Diff(tc.want.err, errString(err)); diff != "" {

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 )
 
@@ -79,18 +81,8 @@ func conflict(kind string, o metav1.Object) string {
 // stamp marks an object to apply as the Instance's: its UID label, which the provider's
 // watches select and which makes the object its own, and an annotation naming it.
 func stamp(u *unstructured.Unstructured, cr *v1alpha1.Instance) {
-	l := u.GetLabels()
-	if l == nil {
-		l = map[string]string{}
-	}
-	l[v1alpha1.LabelInstanceUID] = string(cr.GetUID())
-	u.SetLabels(l)
-	a := u.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[v1alpha1.AnnotationInstance] = cr.GetNamespace() + "/" + cr.GetName()
-	u.SetAnnotations(a)
+	meta.AddLabels(u, map[string]string{v1alpha1.LabelInstanceUID: string(cr.GetUID())})
+	meta.AddAnnotations(u, map[string]string{v1alpha1.AnnotationInstance: cr.GetNamespace() + "/" + cr.GetName()})
 }
 
 // migration is the JSON patch that moves LegacyFieldManager's applied fields of o to

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/readiness"
 )
 
 func TestFieldManager(t *testing.T) {
@@ -127,6 +128,7 @@ func TestTransitions(t *testing.T) {
 	// A reconcile working on a copy of the Instance older than what this process reported
 	// last does not announce the same transition again.
 	tr := NewTransitions()
+	st := func(reason string) readiness.State { return readiness.StateOf(reason, "") }
 	steps := []struct {
 		reason         string
 		persisted, now string
@@ -138,19 +140,19 @@ func TestTransitions(t *testing.T) {
 		{reason: "A real change is one.", persisted: "Available", now: "Degraded", want: true},
 	}
 	for _, s := range steps {
-		if got := tr.Changed("uid-1", s.persisted, s.now); got != s.want {
+		if got := tr.Changed("uid-1", st(s.persisted), st(s.now)); got != s.want {
 			t.Errorf("%s\nChanged(%q, %q) = %v, want %v", s.reason, s.persisted, s.now, got, s.want)
 		}
 	}
-	if !tr.Changed("uid-2", "Creating", "Available") {
+	if !tr.Changed("uid-2", st("Creating"), st("Available")) {
 		t.Error("another Instance's first transition was not announced")
 	}
 	tr.Forget("uid-1")
-	if !tr.Changed("uid-1", "Creating", "Available") {
+	if !tr.Changed("uid-1", st("Creating"), st("Available")) {
 		t.Error("a forgotten Instance compares with its status again")
 	}
 	var none *Transitions
-	if !none.Changed("uid-3", "Creating", "Available") || none.Changed("uid-3", "Available", "Available") {
+	if !none.Changed("uid-3", st("Creating"), st("Available")) || none.Changed("uid-3", st("Available"), st("Available")) {
 		t.Error("without Transitions, the status alone decides")
 	}
 }

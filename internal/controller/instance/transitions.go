@@ -1,10 +1,11 @@
 package instance
 
 import (
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/function-memcached/internal/readiness"
 )
 
 // Transitions remember the availability each Instance last reported in this process, so that
@@ -13,18 +14,18 @@ import (
 // availability, and would announce the same change again.
 type Transitions struct {
 	mu   sync.Mutex
-	last map[types.UID]string
+	last map[types.UID]readiness.State
 }
 
 // NewTransitions returns Transitions that remember nothing yet.
 func NewTransitions() *Transitions {
-	return &Transitions{last: map[types.UID]string{}}
+	return &Transitions{last: map[types.UID]readiness.State{}}
 }
 
 // Changed records that the Instance uid now reports availability now, and reports whether
 // that differs from what it reported before: what this process last recorded for it, or,
 // when nothing (since the provider started), persisted, its status's.
-func (t *Transitions) Changed(uid types.UID, persisted, now string) bool {
+func (t *Transitions) Changed(uid types.UID, persisted, now readiness.State) bool {
 	if t == nil {
 		return persisted != now
 	}
@@ -52,8 +53,7 @@ func (t *Transitions) Reason(uid types.UID, persisted string) string {
 	if !ok {
 		return persisted
 	}
-	reason, _, _ := strings.Cut(last, "\x00") // InvalidSpec and Conflict add their message.
-	return reason
+	return last.Reason
 }
 
 // Forget forgets a deleted Instance.
