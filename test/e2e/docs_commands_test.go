@@ -27,7 +27,17 @@ import (
 
 // docsCommandTimeout bounds one command of the docs; a `kubectl wait` in them carries its own,
 // shorter, timeout.
-const docsCommandTimeout = 5 * time.Minute
+const docsCommandTimeout = 10 * time.Minute
+
+// docsRoot is where the scenario reads README.md and docs/: the repository, or E2E_DOCS_ROOT
+// to try another branch's docs before it merges (the commands still run from the repository
+// root, against its example/).
+func docsRoot() string {
+	if d := os.Getenv("E2E_DOCS_ROOT"); d != "" {
+		return d
+	}
+	return env.RepoRoot
+}
 
 // The docs' commands, as a new user types them, against a cluster with both XRDs installed:
 // every line of a ```sh block in README.md and docs/*.md that begins with `kubectl ` or
@@ -42,20 +52,24 @@ const docsCommandTimeout = 5 * time.Minute
 func TestDocsCommands(t *testing.T) {
 	t.Parallel()
 	r := newDocsRunner(t)
+	if docsRoot() != env.RepoRoot {
+		t.Logf("the docs of %s (E2E_DOCS_ROOT), the commands run from %s", docsRoot(), env.RepoRoot)
+	}
 
 	t.Run("kubectl names", func(t *testing.T) { wantUnambiguousNames(t, r) })
 
-	files, err := filepath.Glob(filepath.Join(env.RepoRoot, "docs", "*.md"))
+	root := docsRoot()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	files = append([]string{filepath.Join(env.RepoRoot, "README.md")}, files...)
+	files = append([]string{filepath.Join(root, "README.md")}, files...)
 	var all []docsCommand
 	byFile := map[string][]docsCommand{}
 	for _, f := range files {
-		rel, _ := filepath.Rel(env.RepoRoot, f)
-		cmds, err := docsCommands(rel)
+		rel, _ := filepath.Rel(root, f)
+		cmds, err := docsCommands(root, rel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +81,7 @@ func TestDocsCommands(t *testing.T) {
 	}
 	r.createNamespaces(t, all)
 	for _, f := range files {
-		rel, _ := filepath.Rel(env.RepoRoot, f)
+		rel, _ := filepath.Rel(root, f)
 		if len(byFile[rel]) == 0 {
 			continue
 		}
@@ -163,11 +177,11 @@ type docsCommand struct {
 // docsPrompt is the optional prompt before a command.
 const docsPrompt = "$ "
 
-// docsCommands reads the commands a user would type from one Markdown file (relative to the
-// repository root): the kubectl and crossplane lines of its ```sh blocks, a line ending in a
-// backslash joined with the next.
-func docsCommands(file string) ([]docsCommand, error) {
-	b, err := os.ReadFile(filepath.Join(env.RepoRoot, file))
+// docsCommands reads the commands a user would type from one Markdown file (relative to
+// root): the kubectl and crossplane lines of its ```sh blocks, a line ending in a backslash
+// joined with the next.
+func docsCommands(root, file string) ([]docsCommand, error) {
+	b, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot read %s", file)
 	}
