@@ -40,10 +40,16 @@ func TestClaimDeletion(t *testing.T) {
 	}
 	// Whatever else the XR composed (the auth Secret, the NetworkPolicy) goes too.
 	refs, _, _ := unstructured.NestedSlice(get(t, xrGVK, "", xr).Object, "spec", "resourceRefs")
+	if len(refs) == 0 {
+		t.Fatalf("XR %s names no composed resource in spec.resourceRefs", xr)
+	}
 	for _, r := range refs {
 		ref, _ := r.(map[string]any)
-		u := &unstructured.Unstructured{Object: ref}
-		o := object{u.GroupVersionKind(), u.GetNamespace(), u.GetName()}
+		field := func(k string) string { s, _ := ref[k].(string); return s }
+		o := object{schema.FromAPIVersionAndKind(field("apiVersion"), field("kind")), field("namespace"), field("name")}
+		if o.name == "" {
+			t.Fatalf("the XR's spec.resourceRefs holds a reference without a name: %v", ref)
+		}
 		if o.namespace == "" {
 			o.namespace = ns
 		}
