@@ -30,7 +30,9 @@ type Variant struct {
 // kinds, and the claim and the namespaced XR, the two kinds a team creates in its namespace,
 // share the category "memcached", so that `kubectl get memcached -n <ns>` lists both on a
 // platform that installs both variants, rather than whichever of the two plurals "memcacheds"
-// kubectl happens to pick.
+// kubectl happens to pick. Nothing else is in that category (the provider's kinds are not):
+// kubectl lists every kind of a category, and one a team may not list, such as a
+// ClusterProviderConfig, makes the whole command fail with Forbidden.
 type Names struct {
 	Kind, Plural string
 	ShortNames   []string

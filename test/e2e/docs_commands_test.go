@@ -17,12 +17,16 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/provider"
 )
 
 // docsCommandTimeout bounds one command of the docs; a `kubectl wait` in them carries its own,
@@ -47,8 +51,9 @@ func docsRoot() string {
 // package, a Provider's package, and that registry in a command's package reference); the
 // scenario logs each one it makes. Before the docs run, the names check: `kubectl get
 // memcached -n <ns>` lists a claim while a namespaced XR exists in another namespace, and the
-// other way round, and the short names and categories of the XRDs reach the CRDs Crossplane
-// makes.
+// other way round, also for a member of the team who may read only its Memcacheds; each short
+// name lists only its own kind; and the short names and categories of the XRDs reach the CRDs
+// Crossplane makes, while the provider's kinds stay out of the category.
 func TestDocsCommands(t *testing.T) {
 	t.Parallel()
 	r := newDocsRunner(t)
@@ -137,6 +142,16 @@ func wantUnambiguousNames(t *testing.T, r *docsRunner) {
 		}
 	}
 
+	// A member of the team, allowed to read its namespace's Memcacheds and nothing else, as a
+	// platform grants a team: the category holds no kind it may not list, which would make
+	// kubectl fail with Forbidden for that kind.
+	member := teamMember(t, claimNS)
+	command := "kubectl get memcached -n " + claimNS
+	out := r.runAs(t, docsCommand{where: "names check, as a member of the team", line: command}, member)
+	if !slices.Contains(listedNames(out), "web") {
+		t.Errorf("%s, as a member of the team: want %q listed:\n%s", command, "web", out)
+	}
+
 	crdGVK := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 	for _, tc := range []struct {
 		crd                    string
@@ -146,6 +161,12 @@ func wantUnambiguousNames(t *testing.T, r *docsRunner) {
 		{"memcacheds.cache.example.com", []string{"mc"}, []string{"memcached", "claim"}, nil},
 		{"memcacheds.namespaced.cache.example.com", []string{"nmc"}, []string{"memcached", "composite"}, nil},
 		{"xmemcacheds.cache.example.com", []string{"xmc"}, []string{"composite"}, []string{"memcached"}},
+		// The provider's kinds stay out of the category a team lists.
+		{"instances.memcached.example.com", nil, []string{"managed"}, []string{"memcached"}},
+		{"providerconfigs.memcached.example.com", nil, []string{"provider"}, []string{"memcached"}},
+		{"providerconfigusages.memcached.example.com", nil, []string{"provider"}, []string{"memcached"}},
+		{"clusterproviderconfigs.memcached.example.com", nil, []string{"provider"}, []string{"memcached"}},
+		{"clusterproviderconfigusages.memcached.example.com", nil, []string{"provider"}, []string{"memcached"}},
 	} {
 		u := get(t, crdGVK, "", tc.crd)
 		short, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "names", "shortNames")
@@ -164,6 +185,47 @@ func wantUnambiguousNames(t *testing.T, r *docsRunner) {
 			}
 		}
 	}
+}
+
+// teamMember writes a kubeconfig for a ServiceAccount of namespace ns that may get, list and
+// watch the claims and namespaced XRs there, and returns its path.
+func teamMember(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	const name = "team-member"
+	for _, o := range []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": name, "namespace": ns}}},
+		{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": name, "namespace": ns},
+			"rules": []any{map[string]any{
+				"apiGroups": []any{claimGVK.Group, namespacedGVK.Group},
+				"resources": []any{"memcacheds"},
+				"verbs":     []any{"get", "list", "watch"},
+			}},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": name, "namespace": ns},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": name, "namespace": ns}},
+		}},
+	} {
+		apply(t, o)
+	}
+	tr, err := env.Kube.Typed.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("cannot issue a token for ServiceAccount %s/%s: %v", ns, name, err)
+	}
+	b, err := provider.Kubeconfig(env.ControlPlane.APIServer.URL, env.ControlPlane.CA.CertPEM, tr.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // A docsCommand is one command line of the docs, its trailing comment stripped, and the output
@@ -407,12 +469,21 @@ func (r *docsRunner) record(c docsCommand, s string) {
 // run runs one command, failing the test with the command and its output when it fails.
 func (r *docsRunner) run(t *testing.T, c docsCommand) string {
 	t.Helper()
+	return r.runAs(t, c, "")
+}
+
+// runAs runs one command with kubeconfig instead of the admin's, when it is set.
+func (r *docsRunner) runAs(t *testing.T, c docsCommand, kubeconfig string) string {
+	t.Helper()
 	line := r.substitute(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), docsCommandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", line)
 	cmd.Dir = env.RepoRoot
 	cmd.Env = r.env
+	if kubeconfig != "" {
+		cmd.Env = append(slices.Clone(r.env), "KUBECONFIG="+kubeconfig)
+	}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
