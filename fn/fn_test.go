@@ -22,9 +22,11 @@ import (
 // update regenerates the golden responses: go test ./fn -update. Review the diff like code.
 var update = flag.Bool("update", false, "write the golden response files in testdata/")
 
-// TestRunFunction drives RunFunction with the request fixture of each case under
-// testdata/<case>/request.yaml and compares the whole response with
-// testdata/<case>/response.yaml.
+// TestRunFunction drives RunFunction with the request fixture of every directory under
+// testdata, testdata/<case>/request.yaml, and compares the whole response with
+// testdata/<case>/response.yaml. The cases are the directories; the table below only says
+// why each one exists: a directory without its reason here, or a reason without its
+// directory, fails.
 func TestRunFunction(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -228,8 +230,22 @@ func TestRunFunction(t *testing.T) {
 	f := New(logging.NewNopLogger())
 	// Tests generate the same credentials every time.
 	f.credentials.random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
-	for name, tc := range cases {
+	dirs, err := os.ReadDir("testdata")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no case directories in testdata (%v)", err)
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		name := d.Name()
+		seen[name] = true
+		tc, ok := cases[name]
 		t.Run(name, func(t *testing.T) {
+			switch {
+			case !d.IsDir():
+				t.Fatalf("testdata/%s: testdata holds one directory per case and nothing else", name)
+			case !ok || tc.reason == "":
+				t.Fatalf("testdata/%s is not a case: say why it exists in TestRunFunction's cases", name)
+			}
 			req := &fnv1.RunFunctionRequest{}
 			readProtoYAML(t, filepath.Join("testdata", name, "request.yaml"), req)
 
@@ -249,6 +265,11 @@ func TestRunFunction(t *testing.T) {
 				t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", tc.reason, golden, diff)
 			}
 		})
+	}
+	for name := range cases {
+		if !seen[name] {
+			t.Errorf("case %q has no directory testdata/%s", name, name)
+		}
 	}
 }
 

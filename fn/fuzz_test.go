@@ -2,6 +2,8 @@ package fn
 
 import (
 	"context"
+	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
@@ -32,8 +35,9 @@ import (
 //     composed resource desired exactly as it runs;
 //   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
 //     security context, and every object named with a valid DNS name;
-//   - an observed auth Secret with usable credentials is desired with the same credentials:
-//     no call ever rotates a password by itself.
+//   - an observed auth Secret with usable credentials is desired with the same credentials
+//     (no call ever rotates a password by itself), or, not desired, its credentials appear
+//     nowhere in the response: auth is off for this Memcached (see credentialsKept).
 func FuzzRunFunction(f *testing.F) {
 	for _, d := range fixtures(f) {
 		req := &fnv1.RunFunctionRequest{}
@@ -110,18 +114,8 @@ func FuzzRunFunction(f *testing.F) {
 			}
 			checkSafe(t, name, r.GetResource(), s.MaxSize)
 		}
-		if o := orig.GetObserved().GetResources()[KeyAuthSecret]; o != nil {
-			data := func(r *structpb.Struct) map[string][]byte {
-				return secretData(r, render.ConnectionUsername, render.ConnectionPassword)
-			}
-			// Only a new spec.auth.rotation replaces them: the Secret records the one it holds.
-			rotation := str(orig.GetObserved().GetComposite().GetResource(), "spec", "auth", "rotation")
-			recorded := str(o.GetResource(), "metadata", "annotations", render.AnnotationRotation)
-			if _, usable := resolve.Credentials(data(o.GetResource())); usable && rotation == recorded {
-				if d, ok := rsp.GetDesired().GetResources()[KeyAuthSecret]; ok && !cmp.Equal(data(o.GetResource()), data(d.GetResource())) {
-					t.Fatalf("the observed credentials would be replaced: %v, want %v", data(d.GetResource()), data(o.GetResource()))
-				}
-			}
+		if err := credentialsKept(orig, rsp); err != nil {
+			t.Fatal(err)
 		}
 		if invalid {
 			for name := range orig.GetObserved().GetResources() {
@@ -131,6 +125,69 @@ func FuzzRunFunction(f *testing.F) {
 			}
 		}
 	})
+}
+
+// minTracedPassword is the shortest observed password credentialsKept looks for as text:
+// a shorter one, which the fuzzer makes up, could occur in any response by chance.
+const minTracedPassword = 12
+
+// credentialsKept says how the response breaks the promise about the credentials of an
+// observed auth Secret, if it does:
+//   - usable credentials, not to be rotated (spec.auth.rotation is the one the Secret
+//     records), are desired unchanged when the auth Secret is desired;
+//   - an auth Secret not desired means auth is off for this Memcached: the connection details
+//     carry no username or password, and the observed password appears in no desired object;
+//   - the observed password appears in no condition or result (no status or event carries a
+//     secret).
+func credentialsKept(orig *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse) error {
+	o := orig.GetObserved().GetResources()[KeyAuthSecret]
+	if o == nil {
+		return nil
+	}
+	data := func(r *structpb.Struct) map[string][]byte {
+		return secretData(r, render.ConnectionUsername, render.ConnectionPassword)
+	}
+	observed := data(o.GetResource())
+	password := string(observed[render.ConnectionPassword])
+	traced := len(password) >= minTracedPassword
+	leaks := func(text string) bool {
+		return traced && (strings.Contains(text, password) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(password))))
+	}
+	for _, c := range rsp.GetConditions() {
+		if leaks(c.GetMessage()) {
+			return errors.Errorf("condition %s/%s carries the password: %q", c.GetType(), c.GetReason(), c.GetMessage())
+		}
+	}
+	for _, r := range rsp.GetResults() {
+		if leaks(r.GetMessage()) {
+			return errors.Errorf("result %s carries the password: %q", r.GetSeverity(), r.GetMessage())
+		}
+	}
+
+	if d, ok := rsp.GetDesired().GetResources()[KeyAuthSecret]; ok {
+		// Only a new spec.auth.rotation replaces them: the Secret records the one it holds.
+		rotation := str(orig.GetObserved().GetComposite().GetResource(), "spec", "auth", "rotation")
+		recorded := str(o.GetResource(), "metadata", "annotations", render.AnnotationRotation)
+		if _, usable := resolve.Credentials(observed); usable && rotation == recorded && !cmp.Equal(observed, data(d.GetResource())) {
+			return errors.Errorf("the observed credentials would be replaced: %v, want %v", data(d.GetResource()), observed)
+		}
+		return nil
+	}
+	cd := rsp.GetDesired().GetComposite().GetConnectionDetails()
+	for _, k := range []string{render.ConnectionUsername, render.ConnectionPassword} {
+		if _, ok := cd[k]; ok {
+			return errors.Errorf("the auth Secret is not desired, yet the connection details carry %s", k)
+		}
+	}
+	if leaks(jsonOf(rsp.GetDesired().GetComposite().GetResource())) {
+		return errors.New("the auth Secret is not desired, yet the composite carries its password")
+	}
+	for name, r := range rsp.GetDesired().GetResources() {
+		if leaks(jsonOf(r.GetResource())) {
+			return errors.Errorf("the auth Secret is not desired, yet %s carries its password", name)
+		}
+	}
+	return nil
 }
 
 // checkSafe fails unless a rendered object has a valid name and, for a Deployment, a size
@@ -191,4 +248,69 @@ func structOf(j string) *structpb.Struct {
 		return nil
 	}
 	return s
+}
+
+// TestCredentialsKept shows that the fuzzer's credentials invariant fails when it should: a
+// response that replaces, drops yet uses, or shows the observed credentials.
+func TestCredentialsKept(t *testing.T) {
+	const password = "Zx81HqP2mVn4Rt6Yw0Lc3Bd5Fg7Jk9As"
+	authSecret := func(password string) *fnv1.Resource {
+		return &fnv1.Resource{Resource: structOf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"sessions-auth"},"data":{` +
+			`"username":"` + base64.StdEncoding.EncodeToString([]byte("memcached")) + `",` +
+			`"password":"` + base64.StdEncoding.EncodeToString([]byte(password)) + `"}}`)}
+	}
+	req := &fnv1.RunFunctionRequest{Observed: &fnv1.State{
+		Composite: &fnv1.Resource{Resource: structOf(`{"spec":{"auth":{"enabled":true}}}`)},
+		Resources: map[string]*fnv1.Resource{KeyAuthSecret: authSecret(password)},
+	}}
+	response := func(desired map[string]*fnv1.Resource, connection map[string][]byte, message string) *fnv1.RunFunctionResponse {
+		return &fnv1.RunFunctionResponse{
+			Desired:    &fnv1.State{Composite: &fnv1.Resource{ConnectionDetails: connection}, Resources: desired},
+			Conditions: []*fnv1.Condition{{Type: "Available", Reason: "Available", Message: &message}},
+		}
+	}
+	deployment := &fnv1.Resource{Resource: structOf(`{"kind":"Deployment","spec":{"template":{"spec":{"containers":[{"args":["--password=` + password + `"]}]}}}}`)}
+	cases := map[string]struct {
+		reason string
+		rsp    *fnv1.RunFunctionResponse
+		want   bool // an error
+	}{
+		"Kept": {
+			reason: "The auth Secret desired with the observed credentials keeps the promise.",
+			rsp: response(map[string]*fnv1.Resource{KeyAuthSecret: authSecret(password)},
+				map[string][]byte{"username": []byte("memcached"), "password": []byte(password)}, "3/3 replicas available"),
+		},
+		"Replaced": {
+			reason: "New credentials without a new rotation break it.",
+			rsp:    response(map[string]*fnv1.Resource{KeyAuthSecret: authSecret("AnotherPassword0123456789")}, nil, ""),
+			want:   true,
+		},
+		"AuthOff": {
+			reason: "No auth Secret and no credentials anywhere: auth is off.",
+			rsp:    response(map[string]*fnv1.Resource{}, map[string][]byte{"endpoint": []byte("sessions:11211")}, ""),
+		},
+		"DroppedYetInConnectionDetails": {
+			reason: "No auth Secret, yet credentials in the connection details, breaks it.",
+			rsp:    response(nil, map[string][]byte{"password": []byte("whatever")}, ""),
+			want:   true,
+		},
+		"DroppedYetInDeployment": {
+			reason: "No auth Secret, yet the password in a desired object, breaks it.",
+			rsp:    response(map[string]*fnv1.Resource{KeyDeployment: deployment}, nil, ""),
+			want:   true,
+		},
+		"InMessage": {
+			reason: "The password in a condition's message breaks it, auth Secret desired or not.",
+			rsp:    response(map[string]*fnv1.Resource{KeyAuthSecret: authSecret(password)}, nil, "cannot log in as memcached:"+password),
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := credentialsKept(req, tc.rsp)
+			if got := err != nil; got != tc.want {
+				t.Errorf("%s\ncredentialsKept(...): got error %v, want an error: %t", tc.reason, err, tc.want)
+			}
+		})
+	}
 }

@@ -17,24 +17,59 @@ type Variant struct {
 	APIVersion string
 	// Group of the composite (and claim).
 	Group string
-	// Kind and Plural of the composite.
-	Kind, Plural string
-	// ClaimKind and ClaimPlural; empty for a variant without claims.
-	ClaimKind, ClaimPlural string
+	// Names of the composite.
+	Names Names
+	// Claim names the claim; nil for a variant without claims.
+	Claim *Names
 	// Scope of the composite: LegacyCluster or Namespaced.
 	Scope string
 }
 
+// Names are what a user types to kubectl for one kind. Crossplane copies them into the CRD it
+// makes and adds its own category ("claim" or "composite"). The short names differ between all
+// kinds, and the claim and the namespaced XR, the two kinds a team creates in its namespace,
+// share the category "memcached", so that `kubectl get memcached -n <ns>` lists both on a
+// platform that installs both variants, rather than whichever of the two plurals "memcacheds"
+// kubectl happens to pick. Nothing else is in that category (the provider's kinds are not):
+// kubectl lists every kind of a category, and one a team may not list, such as a
+// ClusterProviderConfig, makes the whole command fail with Forbidden.
+type Names struct {
+	Kind, Plural string
+	ShortNames   []string
+	Categories   []string
+}
+
+// Category is the kubectl category shared by the claim and the namespaced XR.
+const Category = "memcached"
+
+func (n Names) yaml() map[string]any {
+	m := map[string]any{"kind": n.Kind, "plural": n.Plural}
+	if len(n.ShortNames) > 0 {
+		m["shortNames"] = toAny(n.ShortNames)
+	}
+	if len(n.Categories) > 0 {
+		m["categories"] = toAny(n.Categories)
+	}
+	return m
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
 // Legacy is the claim-based API: claims need the v1 XRD API with scope LegacyCluster,
-// because v2 XRDs reject claimNames.
+// because v2 XRDs reject claimNames. The cluster-scoped XMemcached stays out of the category:
+// a team listing its namespace should not see every team's composites.
 var Legacy = Variant{
-	APIVersion:  "apiextensions.crossplane.io/v1",
-	Group:       "cache.example.com",
-	Kind:        "XMemcached",
-	Plural:      "xmemcacheds",
-	ClaimKind:   "Memcached",
-	ClaimPlural: "memcacheds",
-	Scope:       "LegacyCluster",
+	APIVersion: "apiextensions.crossplane.io/v1",
+	Group:      "cache.example.com",
+	Names:      Names{Kind: "XMemcached", Plural: "xmemcacheds", ShortNames: []string{"xmc"}},
+	Claim:      &Names{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"mc"}, Categories: []string{Category}},
+	Scope:      "LegacyCluster",
 }
 
 // Namespaced is the Crossplane v2 variant: a namespaced XR, no claim, composed resources in
@@ -42,8 +77,7 @@ var Legacy = Variant{
 var Namespaced = Variant{
 	APIVersion: "apiextensions.crossplane.io/v2",
 	Group:      "namespaced.cache.example.com",
-	Kind:       "Memcached",
-	Plural:     "memcacheds",
+	Names:      Names{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"nmc"}, Categories: []string{Category}},
 	Scope:      "Namespaced",
 }
 
@@ -96,15 +130,15 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 	}
 	spec := map[string]any{
 		"group": v.Group,
-		"names": map[string]any{"kind": v.Kind, "plural": v.Plural},
+		"names": v.Names.yaml(),
 		"scope": v.Scope,
 		"defaultCompositionRef": map[string]any{
-			"name": v.Plural + "." + v.Group,
+			"name": v.Names.Plural + "." + v.Group,
 		},
 		"versions": []any{version},
 	}
-	if v.ClaimKind != "" {
-		spec["claimNames"] = map[string]any{"kind": v.ClaimKind, "plural": v.ClaimPlural}
+	if v.Claim != nil {
+		spec["claimNames"] = v.Claim.yaml()
 		// Crossplane passes only these keys on to a claim's connection Secret: the credentials
 		// with auth on, and, with TLS, "tls" and the CA that signed memcached's certificate.
 		spec["connectionSecretKeys"] = []any{"endpoint", "host", "port", "username", "password", "tls", "ca.crt"}
@@ -112,7 +146,7 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 	out := map[string]any{
 		"apiVersion": v.APIVersion,
 		"kind":       "CompositeResourceDefinition",
-		"metadata":   map[string]any{"name": v.Plural + "." + v.Group},
+		"metadata":   map[string]any{"name": v.Names.Plural + "." + v.Group},
 		"spec":       spec,
 	}
 	b, err := yaml.Marshal(out)

@@ -88,21 +88,27 @@ spec:
 		want   map[string]any
 	}{
 		"Legacy": {
-			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys; the CRD's scale subresource carries over.",
+			reason: "Claims need the v1 XRD API with scope LegacyCluster, claimNames and connection secret keys; the CRD's scale subresource carries over; the claim shares the category memcached with the namespaced XR, and every kind has a short name of its own.",
 			v:      Legacy,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "endpoint,host,port,username,password,tls,ca.crt", "size": "integer",
 				"scale": ".spec.size .status.replicas .status.selector",
+				"names": map[string]any{"kind": "XMemcached", "plural": "xmemcacheds", "shortNames": []any{"xmc"}},
+				"claimNames": map[string]any{"kind": "Memcached", "plural": "memcacheds", "shortNames": []any{"mc"},
+					"categories": []any{"memcached"}},
 			},
 		},
 		"Namespaced": {
-			reason: "The v2 variant is namespaced, in its own group, without claims, with the same scale subresource.",
+			reason: "The v2 variant is namespaced, in its own group, without claims, with the same scale subresource, in the category memcached with its own short name.",
 			v:      Namespaced,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v2", "scope": "Namespaced", "claim": nil,
 				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "", "size": "integer",
 				"scale": ".spec.size .status.replicas .status.selector",
+				"names": map[string]any{"kind": "Memcached", "plural": "memcacheds", "shortNames": []any{"nmc"},
+					"categories": []any{"memcached"}},
+				"claimNames": nil,
 			},
 		},
 	}
@@ -132,6 +138,7 @@ spec:
 				"size": nested(ver, "schema", "openAPIV3Schema", "properties", "spec", "properties", "size", "type"),
 				"scale": fmt.Sprint(nested(ver, "subresources", "scale", "specReplicasPath"), " ",
 					nested(ver, "subresources", "scale", "statusReplicasPath"), " ", nested(ver, "subresources", "scale", "labelSelectorPath")),
+				"names": nested(out, "spec", "names"), "claimNames": nested(out, "spec", "claimNames"),
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nGenerate(...): -want, +got:\n%s", tc.reason, diff)

@@ -14,17 +14,13 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
-// claimCarriesPodReason is whether the claim's Available message says why its pods do not
-// run (issue #11, with the Input's diagnostics.pods, on by default): the scenario reads the
-// kubelet's reason from the pods, and requires the claim to name it too.
-const claimCarriesPodReason = true
-
 // pullFailures are the reasons the kubelet gives a container whose image cannot be pulled.
 var pullFailures = []string{"ErrImagePull", "ImagePullBackOff"}
 
 // notAvailableBecause accepts a claim that is not Available while its pods wait with
-// podReason, as the real kubelet reports it. The kubelet alternates ErrImagePull and
-// ImagePullBackOff, so the claim, a reconcile behind, may name the other one.
+// podReason, as the real kubelet reports it, and whose Available message says so (the Input's
+// diagnostics.pods, on by default). The kubelet alternates ErrImagePull and ImagePullBackOff,
+// so the claim, a reconcile behind, may name the other one.
 func notAvailableBecause(podReason string) func(memcached) error {
 	return func(m memcached) error {
 		if podReason == "" {
@@ -33,7 +29,7 @@ func notAvailableBecause(podReason string) func(memcached) error {
 		if m.Synced != "True" || m.Available == "True" || m.Ready == "True" {
 			return errors.Errorf("want Synced=True, not Available and not Ready while the pods report %s", podReason)
 		}
-		if claimCarriesPodReason && !slices.ContainsFunc(pullFailures, func(r string) bool { return strings.Contains(m.Message, r) }) {
+		if !slices.ContainsFunc(pullFailures, func(r string) bool { return strings.Contains(m.Message, r) }) {
 			return errors.Errorf("want the claim's Available message to carry the pods' reason %s", podReason)
 		}
 		return nil

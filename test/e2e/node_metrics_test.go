@@ -3,15 +3,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
@@ -64,37 +61,4 @@ func TestNodeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// scrape reads the Prometheus text at url into metric name (without labels) → value; a
-// metric with labels keeps its last sample.
-func scrape(ctx context.Context, url string) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	rsp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer rsp.Body.Close() //nolint:errcheck // Read-only.
-	if rsp.StatusCode != http.StatusOK {
-		return nil, errors.Errorf("GET %s: %s", url, rsp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(rsp.Body)
-	for sc.Scan() {
-		l := sc.Text()
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		f := strings.Fields(l)
-		name, _, _ := strings.Cut(f[0], "{")
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			out[name] = v
-		}
-	}
-	return out, sc.Err()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -238,116 +236,6 @@ func watchAvailable(namespace, name string) func() []string {
 	}
 }
 
-// A reachCheck runs the reach client in a pod of ns against addr, speaking proto; want says
-// whether it must get an answer or be refused.
-//
-// A client admitted by the policy keeps trying for up to admitWithin: the firewall learns of
-// a new pod's address from the API server, and until it has, the pod is refused like any
-// stranger. A client that must be refused keeps trying for refuseFor, and every attempt must
-// fail.
-type reachCheck struct {
-	what, ns, proto, addr string
-	want                  bool
-	// secret, when set, is a connection Secret the client mounts and connects as it says
-	// (TLS, credentials), as an application of the claim does.
-	secret string
-}
-
-const (
-	admitWithin = 45 * time.Second
-	refuseFor   = 5 * time.Second
-)
-
-// A reachResult is what a reach pod reported.
-type reachResult struct {
-	ok      bool
-	message string
-	// at is when a client that got through got its answer; attempts how many it made.
-	at       time.Time
-	attempts int
-}
-
-// runReach runs the checks' client pods at once and fails the test for each whose outcome is
-// not what it wants; it returns their results in order.
-func runReach(t *testing.T, checks []reachCheck) []reachResult {
-	t.Helper()
-	results := make([]reachResult, len(checks))
-	errs := make([]error, len(checks))
-	var wg sync.WaitGroup
-	for i, c := range checks {
-		wg.Go(func() { results[i], errs[i] = reach(c, i) })
-	}
-	wg.Wait()
-	for i, c := range checks {
-		switch {
-		case errs[i] != nil:
-			t.Errorf("%s: %v", c.what, errs[i])
-		case results[i].ok != c.want:
-			t.Errorf("%s: connected %v, want %v: %s", c.what, results[i].ok, c.want, results[i].message)
-		default:
-			t.Logf("%s: %s", c.what, results[i].message)
-		}
-	}
-	return results
-}
-
-// reach runs one reachCheck's client pod to completion and deletes it.
-func reach(c reachCheck, i int) (reachResult, error) {
-	pod, err := startReach(c, i)
-	if err != nil {
-		return reachResult{}, err
-	}
-	return waitReach(c.ns, pod)
-}
-
-// startReach creates a reachCheck's client pod, restricted like every pod of the suite, and
-// returns its name.
-func startReach(c reachCheck, i int) (string, error) {
-	args := []string{"-proto=" + c.proto, "-timeout=2s", "-for=" + refuseFor.String()}
-	if c.want {
-		args[2] = "-for=" + admitWithin.String()
-	}
-	var volumes []corev1.Volume
-	var mounts []corev1.VolumeMount
-	if c.secret != "" {
-		args = append(args, "-credentials=/credentials")
-		volumes = []corev1.Volume{{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: c.secret}}}}
-		mounts = []corev1.VolumeMount{{Name: "credentials", MountPath: "/credentials", ReadOnly: true}}
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: fmt.Sprintf("reach-%s-%d-", c.proto, i), Labels: map[string]string{"app.kubernetes.io/name": "reach"}},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:         ptr.To[int64](120),
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			AutomountServiceAccountToken:  ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](65534),
-				RunAsGroup:     ptr.To[int64](65534),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Volumes: volumes,
-			Containers: []corev1.Container{{
-				Name:         "reach",
-				Image:        env.Images.Reach,
-				Args:         append(args, c.addr),
-				VolumeMounts: mounts,
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
-	created, err := env.Kube.Typed.CoreV1().Pods(c.ns).Create(context.Background(), p, metav1.CreateOptions{})
-	if err != nil {
-		return "", errors.Wrap(err, "cannot create the client pod")
-	}
-	return created.Name, nil
-}
-
 // waitRunning waits until the pod's container runs on the real node.
 func waitRunning(t *testing.T, namespace, name string) {
 	t.Helper()
@@ -364,49 +252,4 @@ func waitRunning(t *testing.T, namespace, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// reachedAt matches what reach prints on success: the time and the number of attempts.
-var reachedAt = regexp.MustCompile(` at (\S+) after (\d+) attempts`)
-
-// waitReach waits until the client pod has finished, reads its report and deletes it.
-func waitReach(namespace, name string) (reachResult, error) {
-	ctx := context.Background()
-	pods := env.Kube.Typed.CoreV1().Pods(namespace)
-	defer pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}) //nolint:errcheck // Best effort; the node's drain removes what is left.
-	var r reachResult
-	err := kube.Wait(ctx, defaultTimeout, "client pod "+namespace+"/"+name+" to finish", func(ctx context.Context) error {
-		got, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if got.Spec.NodeName != "" && got.Spec.NodeName != node.Name {
-			return errors.Errorf("on node %q, not the real node", got.Spec.NodeName)
-		}
-		switch got.Status.Phase {
-		case corev1.PodSucceeded, corev1.PodFailed:
-		default:
-			return errors.Errorf("phase %s", got.Status.Phase)
-		}
-		r.ok = got.Status.Phase == corev1.PodSucceeded
-		r.message = string(got.Status.Phase)
-		for _, s := range got.Status.ContainerStatuses {
-			if s.State.Terminated != nil {
-				r.message += ": " + strings.TrimSpace(s.State.Terminated.Message)
-			}
-		}
-		return nil
-	})
-	if err != nil || !r.ok {
-		return r, err
-	}
-	m := reachedAt.FindStringSubmatch(r.message)
-	if m == nil {
-		return r, errors.Errorf("no time and attempts in the client's report %q", r.message)
-	}
-	if r.at, err = time.Parse(time.RFC3339Nano, m[1]); err != nil {
-		return r, errors.Wrapf(err, "cannot parse the client's time %q", m[1])
-	}
-	r.attempts, err = strconv.Atoi(m[2])
-	return r, errors.Wrapf(err, "cannot parse the client's attempts %q", m[2])
 }

@@ -21,31 +21,6 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/suite"
 )
 
-// wantConfined checks, from the kernel's view of process p, what the restricted Pod Security
-// Standard and a read-only root file system promise: the user, no capabilities at all, no way
-// to gain privileges, a seccomp filter, and a root mounted read-only.
-func wantConfined(t *testing.T, what string, p node.Process, uid int) {
-	t.Helper()
-	for i, id := range p.UID {
-		if id != uid || p.GID[i] != uid {
-			t.Errorf("%s: uids %v gids %v, want every one %d", what, p.UID, p.GID, uid)
-			break
-		}
-	}
-	if p.CapEff != 0 || p.CapPrm != 0 || p.CapBnd != 0 || p.CapAmb != 0 {
-		t.Errorf("%s: capabilities eff=%x prm=%x bnd=%x amb=%x, want none", what, p.CapEff, p.CapPrm, p.CapBnd, p.CapAmb)
-	}
-	if p.NoNewPrivs != 1 {
-		t.Errorf("%s: NoNewPrivs=%d, want 1 (no privilege escalation)", what, p.NoNewPrivs)
-	}
-	if p.Seccomp != 2 {
-		t.Errorf("%s: Seccomp=%d, want 2 (a filter: RuntimeDefault)", what, p.Seccomp)
-	}
-	if !slices.Contains(p.Mounts["/"], "ro") {
-		t.Errorf("%s: root mounted %v, want ro", what, p.Mounts["/"])
-	}
-}
-
 // The pods a claim gets run, for real, as the memcache user with a read-only root file system,
 // no capabilities and no way to gain any: read from the running processes, not from the spec.
 func TestNodePodSecurity(t *testing.T) {

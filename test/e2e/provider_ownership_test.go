@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,21 +85,6 @@ func TestProviderOwnership(t *testing.T) {
 			}
 		}
 	})
-}
-
-// wantUntouched fails the test unless the application's Deployment before is as it was: same
-// object, same generation, no ownership label and no field of the provider's.
-func wantUntouched(t *testing.T, c *kube.Client, before *unstructured.Unstructured) {
-	t.Helper()
-	now := getOn(t, c, deploymentGVK, before.GetNamespace(), before.GetName())
-	switch {
-	case now == nil:
-		t.Errorf("the application's Deployment %s/%s was deleted", before.GetNamespace(), before.GetName())
-	case now.GetUID() != before.GetUID() || now.GetGeneration() != before.GetGeneration():
-		t.Errorf("the application's Deployment changed: UID %s generation %d, was %s and %d", now.GetUID(), now.GetGeneration(), before.GetUID(), before.GetGeneration())
-	case now.GetLabels()[labelInstanceUID] != "" || slices.ContainsFunc(managers(now), func(m string) bool { return strings.HasPrefix(m, "memcached-provider") }):
-		t.Errorf("the application's Deployment carries the provider's label or fields: labels %v, managers %v", now.GetLabels(), managers(now))
-	}
 }
 
 // image is the first container's image of a Deployment.

@@ -4,21 +4,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
 )
-
-// suffix is a random suffix for cluster-scoped names a scenario makes.
-func suffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // Two teams sharing a workload cluster never reach each other's objects. By default each
 // team's Instances place their objects in the target namespace named like the team's own, so

@@ -313,27 +313,6 @@ func wantNewCredentials(t *testing.T, ns, name, old string) string {
 	return cd["password"]
 }
 
-// waitConnection waits until check accepts the string data of a connection Secret.
-func waitConnection(t *testing.T, ns, secret string, check func(map[string]string) error) map[string]string {
-	t.Helper()
-	var got map[string]string
-	err := kube.Wait(context.Background(), defaultTimeout, "connection Secret "+ns+"/"+secret, func(ctx context.Context) error {
-		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		got = map[string]string{}
-		for k, v := range s.Data {
-			got[k] = string(v)
-		}
-		return check(got)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
 func deployment(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
 	d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
@@ -362,36 +341,6 @@ func replicasAndGeneration(t *testing.T, ns, name string) (spec, available, gene
 	t.Helper()
 	s, g, a := replicas(t, ns, name)
 	return s, a, g
-}
-
-func newCA(t *testing.T) *pki.CA {
-	t.Helper()
-	ca, err := pki.NewCA("e2e memcached CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca
-}
-
-// writeTLSSecret writes what cert-manager writes for a Certificate of the Memcached name in
-// ns: a kubernetes.io/tls Secret with a new certificate for the Service's DNS name, its key,
-// and the CA.
-func writeTLSSecret(t *testing.T, ca *pki.CA, ns, secret, name string) {
-	t.Helper()
-	host := name + "." + ns + ".svc.cluster.local"
-	kp, err := ca.Issue(pki.Request{CommonName: host, DNSNames: []string{host, "*." + host}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": secret, "namespace": ns},
-		"type":     string(corev1.SecretTypeTLS),
-		"stringData": map[string]any{
-			corev1.TLSCertKey: string(kp.CertPEM), corev1.TLSPrivateKeyKey: string(kp.KeyPEM), "ca.crt": string(ca.CertPEM),
-		},
-	}}
-	apply(t, s)
 }
 
 // A platform that runs the Prometheus Operator sets the Input's metrics.serviceMonitor: a claim

@@ -134,7 +134,7 @@ type InstanceStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,memcached}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed}
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="AVAILABLE",type="string",JSONPath=".status.conditions[?(@.type=='Available')].reason"

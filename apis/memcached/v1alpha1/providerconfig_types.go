@@ -87,7 +87,7 @@ type ProviderConfigStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,memcached}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider}
 // +kubebuilder:printcolumn:name="SOURCE",type="string",JSONPath=".spec.credentials.source"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:printcolumn:name="SECRET-NAME",type="string",JSONPath=".spec.credentials.secretRef.name",priority=1
@@ -114,7 +114,7 @@ type ProviderConfigList struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,memcached}
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider}
 // +kubebuilder:printcolumn:name="SOURCE",type="string",JSONPath=".spec.credentials.source"
 // +kubebuilder:printcolumn:name="USERS",type="integer",JSONPath=".status.users"
 // +kubebuilder:printcolumn:name="SECRET-NAME",type="string",JSONPath=".spec.credentials.secretRef.name",priority=1
@@ -142,7 +142,7 @@ type ClusterProviderConfigList struct {
 // exists, the config it names cannot be deleted.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider,memcached}
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,provider}
 // +kubebuilder:printcolumn:name="CONFIG-KIND",type="string",JSONPath=".providerConfigRef.kind"
 // +kubebuilder:printcolumn:name="CONFIG-NAME",type="string",JSONPath=".providerConfigRef.name"
 // +kubebuilder:printcolumn:name="RESOURCE-KIND",type="string",JSONPath=".resourceRef.kind"
@@ -173,7 +173,7 @@ type ProviderConfigUsageList struct {
 // namespaces. The kind is served for cluster-scoped users of ClusterProviderConfigs.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider,memcached}
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,provider}
 // +kubebuilder:printcolumn:name="CONFIG-NAME",type="string",JSONPath=".providerConfigRef.name"
 // +kubebuilder:printcolumn:name="RESOURCE-KIND",type="string",JSONPath=".resourceRef.kind"
 // +kubebuilder:printcolumn:name="RESOURCE-NAME",type="string",JSONPath=".resourceRef.name"

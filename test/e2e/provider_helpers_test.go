@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,4 +392,26 @@ func availability(events map[string]int64) map[string]int64 {
 // applyAs are the options of a server-side apply by field manager.
 func applyAs(manager string) metav1.ApplyOptions {
 	return metav1.ApplyOptions{FieldManager: manager, Force: true}
+}
+
+// suffix is a random suffix for cluster-scoped names a scenario makes.
+func suffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// wantUntouched fails the test unless the application's Deployment before is as it was: same
+// object, same generation, no ownership label and no field of the provider's.
+func wantUntouched(t *testing.T, c *kube.Client, before *unstructured.Unstructured) {
+	t.Helper()
+	now := getOn(t, c, deploymentGVK, before.GetNamespace(), before.GetName())
+	switch {
+	case now == nil:
+		t.Errorf("the application's Deployment %s/%s was deleted", before.GetNamespace(), before.GetName())
+	case now.GetUID() != before.GetUID() || now.GetGeneration() != before.GetGeneration():
+		t.Errorf("the application's Deployment changed: UID %s generation %d, was %s and %d", now.GetUID(), now.GetGeneration(), before.GetUID(), before.GetGeneration())
+	case now.GetLabels()[labelInstanceUID] != "" || slices.ContainsFunc(managers(now), func(m string) bool { return strings.HasPrefix(m, "memcached-provider") }):
+		t.Errorf("the application's Deployment carries the provider's label or fields: labels %v, managers %v", now.GetLabels(), managers(now))
+	}
 }

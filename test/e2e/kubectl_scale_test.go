@@ -1,14 +1,14 @@
 //go:build e2e
 
+// The scale subresource of claims and namespaced XRs, as kubectl scale and an autoscaler use it.
+
 package e2e
 
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -22,108 +22,6 @@ import (
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
-
-// A claim created with a size its platform does not allow reports InvalidSpec and is not
-// Ready: nothing of it runs, and zero composed resources must not read as a ready claim.
-func TestInvalidOnCreate(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t, "invalid")
-	apply(t, newClaim(ns, "sessions", 9))
-	m := waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec", func(m memcached) error {
-		if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "spec.size: Invalid value: 9") {
-			return errors.New("want Available=False/InvalidSpec naming spec.size")
-		}
-		return nil
-	})
-	// Crossplane sets Ready with the same reconcile that carries the condition; give it a few
-	// more to make sure it never turns True.
-	for range 5 {
-		if m.Ready == "True" {
-			t.Fatalf("claim with nothing running reads Ready=True: %s", m)
-		}
-		time.Sleep(time.Second)
-		m = waitMemcached(t, claimGVK, ns, "sessions", "readable", func(memcached) error { return nil })
-	}
-	if exists(t, deploymentGVK, ns, "sessions") {
-		t.Error("an invalid spec on create created a Deployment")
-	}
-}
-
-// A claim that was invalid on create and is then corrected starts a Memcached that never
-// served: it reads Creating until it is available, never Degraded, and no Degraded warning
-// reaches its events.
-func TestCorrectedSpec(t *testing.T) {
-	t.Parallel()
-	ns := newNamespace(t, "corrected")
-	apply(t, newClaim(ns, "sessions", 9))
-	waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec", func(m memcached) error {
-		if m.AvailableReason != "InvalidSpec" {
-			return errors.New("want Available=False/InvalidSpec")
-		}
-		return nil
-	})
-	resize(t, claimGVK, ns, "sessions", 3)
-	seen := map[string]bool{}
-	waitMemcached(t, claimGVK, ns, "sessions", "Available with 3 replicas, never Degraded", func(m memcached) error {
-		seen[m.AvailableReason] = true
-		return available(ns, "sessions", 3)(m)
-	})
-	if seen["Degraded"] {
-		t.Errorf("a corrected spec read Degraded on the way to Available; reasons seen: %v", seen)
-	}
-	for _, e := range claimEvents(t, ns, "sessions") {
-		if e.Reason == "Degraded" {
-			t.Errorf("claim event %s/%s: %q; want no Degraded warning for a Memcached that never served", e.Type, e.Reason, e.Message)
-		}
-	}
-}
-
-// A rollout that cannot finish (its pods fit no node) and exceeds its progress deadline reads
-// Available=False/Stalled with the Deployment's own message and the scheduler's reason from
-// the pods, announced by one Warning event.
-// pendingNoNode is the scheduler's reason for a pod no node fits, as the claim quotes it.
-var pendingNoNode = regexp.MustCompile(`Pending: 0/[34] nodes are available`)
-
-func TestStuckRollout(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	ns := newNamespace(t, "stuck")
-	claim := newClaim(ns, "sessions", 1)
-	// kwok nodes offer 1000 CPUs each: no node fits 2000.
-	_ = unstructured.SetNestedField(claim.Object, "2000", "spec", "resources", "requests", "cpu")
-	apply(t, claim)
-	waitExists(t, deploymentGVK, ns, "sessions", true)
-	// A short progress deadline, set as someone other than Crossplane (which applies only the
-	// fields the function renders), so that the deadline passes within the test.
-	if _, err := env.Kube.Typed.AppsV1().Deployments(ns).Patch(ctx, "sessions", types.MergePatchType,
-		[]byte(`{"spec":{"progressDeadlineSeconds":3}}`), metav1.PatchOptions{FieldManager: "e2e-operator"}); err != nil {
-		t.Fatal(err)
-	}
-	m := waitMemcached(t, claimGVK, ns, "sessions", "Stalled", func(m memcached) error {
-		switch {
-		case m.AvailableReason != "Stalled":
-			return errors.New("want Available=False/Stalled")
-		case !strings.Contains(m.Message, "has timed out progressing"):
-			return errors.New("want the Deployment's own message")
-		// 0/3 kwok nodes, or 0/4 with the node lane's real node (tainted for this namespace).
-		case !pendingNoNode.MatchString(m.Message) || !strings.Contains(m.Message, "Insufficient cpu"):
-			return errors.New("want the scheduler's reason from the pods")
-		}
-		return nil
-	})
-	t.Logf("claim %s/%s: %s", ns, "sessions", m)
-	// Let a few reconciles pass: the warning is one per transition, not one per call.
-	time.Sleep(5 * time.Second)
-	stalled := 0
-	for _, e := range claimEvents(t, ns, "sessions") {
-		if e.Reason == "Stalled" {
-			stalled += int(max(e.Count, 1))
-		}
-	}
-	if stalled != 1 {
-		t.Errorf("Stalled warnings on the claim: got %d, want exactly 1", stalled)
-	}
-}
 
 // `kubectl scale` resizes a claim and a namespaced XR like a Deployment, through the scale
 // subresource the XRDs declare; scaling over the platform's maximum is InvalidSpec and
@@ -179,7 +77,10 @@ func TestKubectlScale(t *testing.T) {
 }
 
 // A HorizontalPodAutoscaler whose target is a Memcached claim is accepted and resolves its
-// target through the scale subresource: current replicas and the pods' selector.
+// target through the scale subresource: current replicas and the pods' selector. The
+// autoscaler reports a selector it cannot use (missing or unparsable: InvalidSelector) on
+// ScalingActive; with a usable one it goes on to ask for the pods' metrics, which this cluster
+// does not serve (FailedGetResourceMetric). The selector itself selects the claim's pods.
 func TestAutoscalerTargetsClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -201,33 +102,49 @@ func TestAutoscalerTargetsClaim(t *testing.T) {
 	if _, err := env.Kube.Typed.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("cannot create a HorizontalPodAutoscaler for the claim: %v", err)
 	}
-	err := kube.Wait(ctx, defaultTimeout, "the autoscaler resolves its Memcached target", func(ctx context.Context) error {
+	var invalid string
+	err := kube.Wait(ctx, defaultTimeout, "the autoscaler resolves its Memcached target's replicas and selector", func(ctx context.Context) error {
 		h, err := env.Kube.Typed.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "sessions", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		conds := map[autoscalingv2.HorizontalPodAutoscalerConditionType]autoscalingv2.HorizontalPodAutoscalerCondition{}
 		for _, c := range h.Status.Conditions {
-			if c.Type == autoscalingv2.AbleToScale && c.Status == corev1.ConditionTrue && h.Status.CurrentReplicas == 2 {
-				return nil
-			}
+			conds[c.Type] = c
 		}
-		return errors.Errorf("conditions %v, current replicas %d", h.Status.Conditions, h.Status.CurrentReplicas)
+		switch able, active := conds[autoscalingv2.AbleToScale], conds[autoscalingv2.ScalingActive]; {
+		case able.Status != corev1.ConditionTrue || h.Status.CurrentReplicas != 2:
+			return errors.Errorf("want AbleToScale=True and current replicas 2: conditions %v, current replicas %d", h.Status.Conditions, h.Status.CurrentReplicas)
+		case active.Reason == "InvalidSelector":
+			invalid = active.Message
+		case active.Reason != "FailedGetResourceMetric":
+			return errors.Errorf("want ScalingActive past the selector, at the metrics this cluster does not serve (FailedGetResourceMetric): conditions %v", h.Status.Conditions)
+		}
+		return nil
 	})
+	if invalid != "" {
+		t.Fatalf("the autoscaler cannot use the claim's selector: %s", invalid)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-}
 
-// claimEvents are the events recorded on a claim.
-func claimEvents(t *testing.T, namespace, name string) []corev1.Event {
-	t.Helper()
-	list, err := env.Kube.Typed.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
-		FieldSelector: fmt.Sprintf("involvedObject.name=%s,involvedObject.kind=%s", name, claimGVK.Kind),
-	})
+	// The selector the autoscaler was given selects the claim's two pods, and only those.
+	selector := scaleOf(t, claimGVK, ns, "sessions").selector
+	pods, err := env.Kube.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("cannot list pods by the claim's selector %q: %v", selector, err)
 	}
-	return list.Items
+	var names []string
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, "sessions-") {
+			t.Errorf("the claim's selector %q selects pod %s, not one of the claim's", selector, p.Name)
+		}
+		names = append(names, p.Name)
+	}
+	if len(names) != 2 {
+		t.Errorf("the claim's selector %q selects %d pods %v, want its 2", selector, len(names), names)
+	}
 }
 
 // scale is what the scale subresource serves.

@@ -276,3 +276,21 @@ func dnsLabel(prefix string, n int) string {
 	s := prefix + strings.Repeat("x", max(0, n-len(prefix)))
 	return s[:n]
 }
+
+// waitGoneOn waits until the object no longer exists in the cluster c reaches.
+func waitGoneOn(t *testing.T, c *kube.Client, timeout time.Duration, gvk schema.GroupVersionKind, namespace, name string) {
+	t.Helper()
+	err := kube.Wait(context.Background(), timeout, gvk.Kind+" "+namespace+"/"+name+" deleted", func(ctx context.Context) error {
+		u, err := c.Get(ctx, gvk, namespace, name)
+		switch {
+		case isNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		return errors.Errorf("still there (deletionTimestamp %v, finalizers %v)", u.GetDeletionTimestamp(), u.GetFinalizers())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,69 @@
+//go:build e2e
+
+// Helpers of the auth and TLS scenarios, on fake and real nodes alike.
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
+)
+
+// newCA is a CA for the Memcached TLS certificates a scenario writes.
+func newCA(t *testing.T) *pki.CA {
+	t.Helper()
+	ca, err := pki.NewCA("e2e memcached CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// writeTLSSecret writes what cert-manager writes for a Certificate of the Memcached name in
+// ns: a kubernetes.io/tls Secret with a new certificate for the Service's DNS name, its key,
+// and the CA.
+func writeTLSSecret(t *testing.T, ca *pki.CA, ns, secret, name string) {
+	t.Helper()
+	host := name + "." + ns + ".svc.cluster.local"
+	kp, err := ca.Issue(pki.Request{CommonName: host, DNSNames: []string{host, "*." + host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": secret, "namespace": ns},
+		"type":     string(corev1.SecretTypeTLS),
+		"stringData": map[string]any{
+			corev1.TLSCertKey: string(kp.CertPEM), corev1.TLSPrivateKeyKey: string(kp.KeyPEM), "ca.crt": string(ca.CertPEM),
+		},
+	}}
+	apply(t, s)
+}
+
+// waitConnection waits until check accepts the string data of a connection Secret.
+func waitConnection(t *testing.T, ns, secret string, check func(map[string]string) error) map[string]string {
+	t.Helper()
+	var got map[string]string
+	err := kube.Wait(context.Background(), defaultTimeout, "connection Secret "+ns+"/"+secret, func(ctx context.Context) error {
+		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got = map[string]string{}
+		for k, v := range s.Data {
+			got[k] = string(v)
+		}
+		return check(got)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
