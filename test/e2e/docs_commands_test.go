@@ -33,16 +33,6 @@ import (
 // shorter, timeout.
 const docsCommandTimeout = 10 * time.Minute
 
-// docsRoot is where the scenario reads README.md and docs/: the repository, or E2E_DOCS_ROOT
-// to try another branch's docs before it merges (the commands still run from the repository
-// root, against its example/).
-func docsRoot() string {
-	if d := os.Getenv("E2E_DOCS_ROOT"); d != "" {
-		return d
-	}
-	return env.RepoRoot
-}
-
 // The docs' commands, as a new user types them, against a cluster with both XRDs installed:
 // every line of a ```sh block in README.md and docs/*.md that begins with `kubectl ` or
 // `crossplane ` (optionally after `$ `) runs, in order per file, from the repository root, with
@@ -57,13 +47,10 @@ func docsRoot() string {
 func TestDocsCommands(t *testing.T) {
 	t.Parallel()
 	r := newDocsRunner(t)
-	if docsRoot() != env.RepoRoot {
-		t.Logf("the docs of %s (E2E_DOCS_ROOT), the commands run from %s", docsRoot(), env.RepoRoot)
-	}
 
 	t.Run("kubectl names", func(t *testing.T) { wantUnambiguousNames(t, r) })
 
-	root := docsRoot()
+	root := env.RepoRoot
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
