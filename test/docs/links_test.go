@@ -37,6 +37,22 @@ var (
 // spans, in order.
 func links(markdown string) []string {
 	var out []string
+	for _, line := range prose(markdown) {
+		if m := referenceLink.FindStringSubmatch(line); m != nil {
+			out = append(out, m[1])
+			continue
+		}
+		for _, m := range inlineLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// prose returns the lines of a Markdown document outside its fenced code blocks, where links
+// and headings are what they look like.
+func prose(markdown string) []string {
+	var out []string
 	fence := ""
 	for _, line := range strings.Split(markdown, "\n") {
 		if f := fenceOf(line); f != "" {
@@ -49,15 +65,8 @@ func links(markdown string) []string {
 				continue
 			}
 		}
-		if fence != "" {
-			continue
-		}
-		if m := referenceLink.FindStringSubmatch(line); m != nil {
-			out = append(out, m[1])
-			continue
-		}
-		for _, m := range inlineLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
-			out = append(out, m[1])
+		if fence == "" {
+			out = append(out, line)
 		}
 	}
 	return out
@@ -83,21 +92,7 @@ func fenceOf(line string) string {
 func anchors(markdown string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(markdown, "\n") {
-		if f := fenceOf(line); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(f, fence):
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
-			continue
-		}
+	for _, line := range prose(markdown) {
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			continue
