@@ -4,7 +4,9 @@
 package xrd
 
 import (
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -18,47 +20,29 @@ type Variant struct {
 	// Group of the composite (and claim).
 	Group string
 	// Names of the composite.
-	Names Names
+	Names extv1.CustomResourceDefinitionNames
 	// Claim names the claim; nil for a variant without claims.
-	Claim *Names
+	Claim *extv1.CustomResourceDefinitionNames
 	// Scope of the composite: LegacyCluster or Namespaced.
 	Scope string
 }
 
-// Names are what a user types to kubectl for one kind. Crossplane copies them into the CRD it
-// makes and adds its own category ("claim" or "composite"). The short names differ between all
-// kinds, and the claim and the namespaced XR, the two kinds a team creates in its namespace,
-// share the category "memcached", so that `kubectl get memcached -n <ns>` lists both on a
-// platform that installs both variants, rather than whichever of the two plurals "memcacheds"
-// kubectl happens to pick. Nothing else is in that category (the provider's kinds are not):
-// kubectl lists every kind of a category, and one a team may not list, such as a
-// ClusterProviderConfig, makes the whole command fail with Forbidden.
-type Names struct {
-	Kind, Plural string
-	ShortNames   []string
-	Categories   []string
-}
+// The names a user types to kubectl for each kind, as Crossplane's XRD takes them (it copies
+// them into the CRD it makes and adds its own category, "claim" or "composite"). The short
+// names differ between all kinds, and the claim and the namespaced XR, the two kinds a team
+// creates in its namespace, share the category "memcached", so that `kubectl get memcached -n
+// <ns>` lists both on a platform that installs both variants, rather than whichever of the two
+// plurals "memcacheds" kubectl happens to pick. Nothing else is in that category (the
+// provider's kinds are not): kubectl lists every kind of a category, and one a team may not
+// list, such as a ClusterProviderConfig, makes the whole command fail with Forbidden.
 
 // Category is the kubectl category shared by the claim and the namespaced XR.
 const Category = "memcached"
 
-func (n Names) yaml() map[string]any {
-	m := map[string]any{"kind": n.Kind, "plural": n.Plural}
-	if len(n.ShortNames) > 0 {
-		m["shortNames"] = toAny(n.ShortNames)
-	}
-	if len(n.Categories) > 0 {
-		m["categories"] = toAny(n.Categories)
-	}
-	return m
-}
-
-func toAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
+// names is n as the XRD's YAML writes it.
+func names(n extv1.CustomResourceDefinitionNames) (map[string]any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&n)
+	return m, errors.Wrap(err, "cannot encode names")
 }
 
 // Legacy is the claim-based API: claims need the v1 XRD API with scope LegacyCluster,
@@ -67,8 +51,8 @@ func toAny(ss []string) []any {
 var Legacy = Variant{
 	APIVersion: "apiextensions.crossplane.io/v1",
 	Group:      "cache.example.com",
-	Names:      Names{Kind: "XMemcached", Plural: "xmemcacheds", ShortNames: []string{"xmc"}},
-	Claim:      &Names{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"mc"}, Categories: []string{Category}},
+	Names:      extv1.CustomResourceDefinitionNames{Kind: "XMemcached", Plural: "xmemcacheds", ShortNames: []string{"xmc"}},
+	Claim:      &extv1.CustomResourceDefinitionNames{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"mc"}, Categories: []string{Category}},
 	Scope:      "LegacyCluster",
 }
 
@@ -77,7 +61,7 @@ var Legacy = Variant{
 var Namespaced = Variant{
 	APIVersion: "apiextensions.crossplane.io/v2",
 	Group:      "namespaced.cache.example.com",
-	Names:      Names{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"nmc"}, Categories: []string{Category}},
+	Names:      extv1.CustomResourceDefinitionNames{Kind: "Memcached", Plural: "memcacheds", ShortNames: []string{"nmc"}, Categories: []string{Category}},
 	Scope:      "Namespaced",
 }
 
@@ -128,9 +112,13 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 	if scale, ok, _ := unstructured.NestedMap(ver, "subresources", "scale"); ok {
 		version["subresources"] = map[string]any{"scale": scale}
 	}
+	composite, err := names(v.Names)
+	if err != nil {
+		return nil, err
+	}
 	spec := map[string]any{
 		"group": v.Group,
-		"names": v.Names.yaml(),
+		"names": composite,
 		"scope": v.Scope,
 		"defaultCompositionRef": map[string]any{
 			"name": v.Names.Plural + "." + v.Group,
@@ -138,7 +126,11 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 		"versions": []any{version},
 	}
 	if v.Claim != nil {
-		spec["claimNames"] = v.Claim.yaml()
+		claim, err := names(*v.Claim)
+		if err != nil {
+			return nil, err
+		}
+		spec["claimNames"] = claim
 		// Crossplane passes only these keys on to a claim's connection Secret: the credentials
 		// with auth on, and, with TLS, "tls" and the CA that signed memcached's certificate.
 		spec["connectionSecretKeys"] = []any{"endpoint", "host", "port", "username", "password", "tls", "ca.crt"}
