@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -145,6 +146,47 @@ func TestNodeNetworkPolicy(t *testing.T) {
 		runReach(t, []reachCheck{{what: "a namespace the claim does not allow → memcached", ns: stranger, proto: "memcached", addr: cache}})
 	})
 
+	t.Run("a memcached pod connects to nothing outside itself: its exporter's /scrape reaches no other pod", func(t *testing.T) {
+		// The attack: the exporter's /scrape?target= makes the pod connect wherever a client
+		// of the metrics port says, from the pod's network position, with the tenant's TLS
+		// Secrets mounted beside it. The target is a memcached that no NetworkPolicy selects
+		// and that no kubelet probes, so that every connection it ever accepted is one of
+		// ours or the exporter's: its total_connections tells whether anything arrived.
+		target := startEgressTarget(t, stranger)
+		targetAddr := net.JoinHostPort(target, strconv.Itoa(render.Port))
+		exporter := "http://" + metrics
+		// What the exporter needs, loopback, still works: its own memcached, through /metrics
+		// and through /scrape at 127.0.0.1.
+		for _, u := range []string{exporter + "/metrics", exporter + "/scrape?target=" + net.JoinHostPort("127.0.0.1", strconv.Itoa(render.Port))} {
+			m, err := scrape(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m["memcached_up"] != 1 {
+				t.Fatalf("GET %s: memcached_up %v, want 1: the pod's own memcached over loopback", u, m["memcached_up"])
+			}
+		}
+		const attempts = 3
+		before := stat(t, targetAddr, "total_connections")
+		start := time.Now()
+		for i := range attempts {
+			u := exporter + "/scrape?target=" + targetAddr
+			m, err := scrape(ctx, u)
+			if err != nil {
+				t.Fatalf("attempt %d: %v", i+1, err)
+			}
+			if m["memcached_up"] != 0 {
+				t.Errorf("GET %s: memcached_up %v, want 0: the pod connected out to another pod and read its stats", u, m["memcached_up"])
+			}
+		}
+		took := time.Since(start)
+		// Our own stats connection is the one more it counts now.
+		if arrived := stat(t, targetAddr, "total_connections") - before - 1; arrived != 0 {
+			t.Errorf("the target accepted %d connections during %d scrapes through the claim's exporter, want 0", arrived, attempts)
+		}
+		t.Logf("%d scrapes of %s through the claim's exporter: memcached_up 0 each, no connection arrived at the target (%.1fs; the exporter gives up after its 1s timeout)", attempts, targetAddr, took.Seconds())
+	})
+
 	t.Run("the claim stays Available under enforcement, its pod Ready and never restarted", func(t *testing.T) {
 		if gaps := stop(); len(gaps) > 0 {
 			t.Errorf("the claim was not Available at times: %s", strings.Join(gaps, "; "))
@@ -252,4 +294,61 @@ func waitRunning(t *testing.T, namespace, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startEgressTarget starts, in namespace, a memcached pod that no NetworkPolicy selects and no
+// probe connects to, waits until the host reaches it, and returns its address.
+func startEgressTarget(t *testing.T, namespace string) string {
+	t.Helper()
+	ctx := context.Background()
+	pods := env.Kube.Typed.CoreV1().Pods(namespace)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "egress-target-", Labels: map[string]string{"app.kubernetes.io/name": "egress-target"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			AutomountServiceAccountToken:  ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](render.UID),
+				RunAsGroup:     ptr.To[int64](render.UID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:    "memcached",
+				Image:   env.Images.Memcached,
+				Command: []string{"memcached"},
+				Args:    []string{"--memory-limit=16"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(errors.Wrap(err, "cannot create the target pod"))
+	}
+	t.Cleanup(func() {
+		_ = pods.Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	waitRunning(t, namespace, created.Name)
+	var ip string
+	err = kube.Wait(ctx, defaultTimeout, "the target memcached "+namespace+"/"+created.Name+" answering", func(ctx context.Context) error {
+		got, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.PodIP == "" {
+			return errors.New("no pod IP yet")
+		}
+		ip = got.Status.PodIP
+		_, err = memcachedStats(net.JoinHostPort(ip, strconv.Itoa(render.Port)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
