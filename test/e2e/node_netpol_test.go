@@ -87,16 +87,21 @@ func TestNodeNetworkPolicy(t *testing.T) {
 
 	// A claim with everything a pod reads or serves, under the platform that requires
 	// authentication: TLS from a Secret of its namespace, the credentials, and metrics through
-	// the auth proxy. Its pods too must need nothing but loopback.
+	// the auth proxy. Its pods too must need nothing but loopback. A tenant (example/tenant-rbac.yaml,
+	// impersonated), who may create no pod, creates it: the exporter is how such a tenant
+	// would make a pod connect out.
 	requireSecuredComposition(t)
 	secured := newNodeNamespace(t, "node-netpol-secured")
+	tenant := newTenant(t, secured)
 	writeTLSSecret(t, newCA(t), secured, name+"-tls", name)
 	sc := newClaim(secured, name, 1)
 	scSpec := sc.Object["spec"].(map[string]any)
 	scSpec["compositionRef"] = map[string]any{"name": securedComposition}
 	scSpec["tls"] = map[string]any{"secretName": name + "-tls"}
 	scSpec["metrics"] = map[string]any{"enabled": true}
-	apply(t, sc)
+	if _, err := tenant.Apply(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
 	waitAvailable(t, claimGVK, secured, name, 1)
 	securedPod := waitPodsReady(t, secured, name, 1)[0]
 	waitPolicyRules(t, name, securedPod.Status.PodIP)
