@@ -87,9 +87,9 @@ func TestNodeNetworkPolicy(t *testing.T) {
 
 	// A claim with everything a pod reads or serves, under the platform that requires
 	// authentication: TLS from a Secret of its namespace, the credentials, and metrics through
-	// the auth proxy. Its pods too must need nothing but loopback. A tenant (example/tenant-rbac.yaml,
-	// impersonated), who may create no pod, creates it: the exporter is how such a tenant
-	// would make a pod connect out.
+	// the auth proxy. Its pods too must need nothing but loopback. A tenant
+	// (example/tenant-rbac.yaml, impersonated), who may create no pod, creates it: the
+	// exporter is how such a tenant would make a pod connect out.
 	requireSecuredComposition(t)
 	secured := newNodeNamespace(t, "node-netpol-secured")
 	tenant := newTenant(t, secured)
