@@ -95,7 +95,8 @@ type Function struct {
 	renders     renderCache
 	credentials *credentialStore
 	// now is the time TLS certificates are judged at (fn/tls.go): time.Now outside tests.
-	now func() time.Time
+	now         func() time.Time
+	tlsVerdicts tlsVerdicts
 }
 
 // New returns a Function that logs to log. Per-call logs are at debug level only, so a busy

@@ -68,6 +68,9 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 	if t := spec.TLS; t != nil && t.SecretName != "" {
 		if msgs := validation.IsDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(root.Child("tls", "secretName"), t.SecretName, "must be a Secret name: "+strings.Join(msgs, "; ")))
+		} else if t.SecretName == render.TLSSecretName(*m) {
+			errs = append(errs, field.Invalid(root.Child("tls", "secretName"), t.SecretName,
+				"is the function's copy of the pair the pods serve, not a Secret a certificate is issued into: name the Secret your certificate (cert-manager's spec.secretName) is written to"))
 		} else {
 			m.TLS = &render.TLS{SecretName: t.SecretName}
 		}
@@ -197,6 +200,30 @@ func TLSSecret(p *field.Path, name, namespace, host string, secret *corev1.Secre
 		SecretName: name, Certificate: string(crt), PrivateKey: string(key), CA: string(ca),
 		Digest: render.Digest(crt, []byte{0}, key),
 	}, nil
+}
+
+// TLSSecretExpiry is when a verdict of TLSSecret accepting secret stops holding: the earliest
+// expiry among tls.crt's chain and ca.crt's certificates (zero when there is none to parse).
+// An accepted Secret whose content has not changed is accepted at any later time before then,
+// which lets a caller remember the verdict instead of checking again on every call.
+func TLSSecretExpiry(secret *corev1.Secret) time.Time {
+	var until time.Time
+	earliest := func(b []byte) {
+		for {
+			var block *pem.Block
+			if block, b = pem.Decode(b); block == nil {
+				return
+			}
+			if c, err := x509.ParseCertificate(block.Bytes); err == nil && (until.IsZero() || c.NotAfter.Before(until)) {
+				until = c.NotAfter
+			}
+		}
+	}
+	if secret != nil {
+		earliest(secret.Data[corev1.TLSCertKey])
+		earliest(secret.Data[corev1.ServiceAccountRootCAKey])
+	}
+	return until
 }
 
 // servable lists why clients could not use pair, as memcached serves it, at now: a weak key

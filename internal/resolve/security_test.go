@@ -84,6 +84,12 @@ func TestSecurity(t *testing.T) {
 			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "Sessions TLS"}},
 			errs:   []string{`spec.tls.secretName: Invalid value: "Sessions TLS": must be a Secret name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		},
+		"TLSTheCopy": {
+			reason: "The function's own copy of the pair is not a Secret certificates are issued into: reading it back would freeze the pair forever.",
+			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "sessions-tls-active"}},
+			errs: []string{`spec.tls.secretName: Invalid value: "sessions-tls-active": is the function's copy of the pair the pods serve, not a Secret a certificate is issued into: ` +
+				`name the Secret your certificate (cert-manager's spec.secretName) is written to`},
+		},
 		"NetworkPolicyOff": {
 			reason: "A claim may turn the NetworkPolicy off unless the platform requires it.",
 			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{Enabled: ptr.To(false)}},

@@ -306,3 +306,38 @@ func TestTLSSecretExpiresLater(t *testing.T) {
 		t.Error("TLSSecret(..., a day later) accepted a certificate that expired an hour before")
 	}
 }
+
+// BenchmarkTLSSecret measures the check of a cert-manager Secret (ECDSA P-256 and RSA-2048
+// leaves, with ca.crt), which the function runs on every call of a Memcached with TLS.
+func BenchmarkTLSSecret(b *testing.B) {
+	t := &testing.T{}
+	ca := newTestCA(t, tlsNow.Add(365*24*time.Hour))
+	for name, key := range map[string]crypto.Signer{"P256": ecKey(t, elliptic.P256()), "RSA2048": rsaKey(t, 2048)} {
+		crt, k, _, _ := ca.issue(t, func(l *leaf) { l.key = key })
+		s := &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": k, "ca.crt": ca.pem}}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, errs := TLSSecret(nil, "web-tls", "team-a", tlsHost, s, tlsNow); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSSecretExpiry checks that an accepted verdict is remembered no longer than the
+// earliest expiry of the certificates it judged: the CA's, here, before the leaf's.
+func TestTLSSecretExpiry(t *testing.T) {
+	ca := newTestCA(t, tlsNow.Add(2*time.Hour))
+	crt, key, _, _ := ca.issue(t, nil) // Expires a day after tlsNow.
+	s := &corev1.Secret{Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.pem}}
+	if got, want := TLSSecretExpiry(s), ca.cert.NotAfter; !got.Equal(want) {
+		t.Errorf("TLSSecretExpiry(...) = %v, want the CA's expiry %v", got, want)
+	}
+	if _, errs := TLSSecret(nil, "web-tls", "team-a", tlsHost, s, TLSSecretExpiry(s).Add(time.Second)); len(errs) == 0 {
+		t.Error("TLSSecret(...) accepts the Secret after TLSSecretExpiry(...): the verdict outlives it")
+	}
+	if !TLSSecretExpiry(nil).IsZero() {
+		t.Error("TLSSecretExpiry(nil) is not zero")
+	}
+}
