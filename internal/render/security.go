@@ -33,7 +33,8 @@ const (
 	// AnnotationCredentials and AnnotationCertificate, on the pod template, carry digests of
 	// the credentials and of the certificate: memcached reads both only when it starts, so a
 	// new password or a renewed certificate must restart the replicas, and changing the pod
-	// template is what rolls them.
+	// template is what rolls them. AnnotationCertificate is on the TLS pair's copy too
+	// (TLSSecret): the digest of the pair the copy holds.
 	AnnotationCredentials = "cache.example.com/credentials"
 
 	// AnnotationRotation, on the auth Secret, is the spec.auth.rotation its credentials were
