@@ -212,7 +212,8 @@ func TestNodeAuthAndTLS(t *testing.T) {
 	// After every other check: it replaces a replica.
 	t.Run("a renewal with an RSA-1024 key is refused and a restarted replica serves the last good pair", func(t *testing.T) {
 		_, _, generation := replicasAndGeneration(t, ns, name)
-		writeWeakTLSSecret(t, ns, name+"-tls", cd["host"])
+		// The tenant, with the example role, writes its own Secret: a renewal gone wrong.
+		writeWeakTLSSecret(t, newTenant(t, ns), ns, name+"-tls", cd["host"])
 		waitMemcached(t, claimGVK, ns, name, "InvalidSpec naming the TLS Secret's weak key", func(m memcached) error {
 			if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "spec.tls.secretName") ||
 				!strings.Contains(m.Message, "1024-bit RSA key, under 2048 bits") {
@@ -245,8 +246,8 @@ func TestNodeAuthAndTLS(t *testing.T) {
 
 // writeWeakTLSSecret writes a kubernetes.io/tls Secret for host that is right in every way but
 // its key's size: an RSA-1024 key, which memcached's OpenSSL refuses to load, signed by a new
-// CA that the Secret's ca.crt holds.
-func writeWeakTLSSecret(t *testing.T, ns, secret, host string) {
+// CA that the Secret's ca.crt holds, as client c.
+func writeWeakTLSSecret(t *testing.T, c *kube.Client, ns, secret, host string) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -273,7 +274,7 @@ func writeWeakTLSSecret(t *testing.T, ns, secret, host string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, &unstructured.Unstructured{Object: map[string]any{
+	_, err = c.Apply(context.Background(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": secret, "namespace": ns},
 		"type":     string(corev1.SecretTypeTLS),
@@ -283,4 +284,7 @@ func writeWeakTLSSecret(t *testing.T, ns, secret, host string) {
 			"ca.crt":                string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})),
 		},
 	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
