@@ -10,7 +10,11 @@
 // refused, since it could borrow the provider's own service account. A namespaced
 // ProviderConfig's kubeconfig must moreover reach its server over verified TLS: plain http,
 // insecure-skip-tls-verify and proxy-url are refused there, since they would let whoever
-// writes the Secret point the provider's requests somewhere else unnoticed.
+// writes the Secret point the provider's requests somewhere else unnoticed. Whatever the
+// kubeconfig, no client of a target cluster follows a redirect, and a failed answer reaches
+// the provider's errors, and so Instances' conditions and events, only as a Kubernetes Status
+// (Untrusted): the server cannot send the provider on to a plain-http service from the
+// provider's own network position, nor have it repeat what it said.
 package kubeconfig
 
 import (
