@@ -49,7 +49,7 @@ func TestConnectionLimits(t *testing.T) {
 				m.Threads, m.MaxConnections = threads, accepted
 				m.Auth = credentials(t)
 				secret, ca := tlsSecret(t, m)
-				s, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
+				s, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, render.Host(m), secret, time.Now())
 				if len(errs) > 0 {
 					t.Fatal(errs)
 				}
