@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
@@ -18,7 +19,8 @@ import (
 // namespace, creates a claim there that becomes Available and reads its connection Secret;
 // may create the other kinds the role names there (namespaced XRs, Instances, ProviderConfigs);
 // and may neither create a claim in another team's namespace, nor read that namespace's
-// Secrets, nor create a ClusterProviderConfig.
+// Secrets, nor delete what Crossplane composed, nor write its claim's status, nor create a
+// ClusterProviderConfig.
 func TestTenantRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -60,6 +62,17 @@ func TestTenantRole(t *testing.T) {
 		},
 		"list another namespace's Secrets": func() error {
 			_, err := as.Typed.CoreV1().Secrets(other).List(ctx, metav1.ListOptions{})
+			return err
+		},
+		"delete the Deployment Crossplane composed for its claim": func() error {
+			return as.Typed.AppsV1().Deployments(ns).Delete(ctx, "sessions", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		},
+		"write its claim's status": func() error {
+			r, err := as.Resource(claimGVK, ns)
+			if err != nil {
+				return err
+			}
+			_, err = r.Patch(ctx, "sessions", types.MergePatchType, []byte(`{"status":{"endpoint":"evil.example.com:11211"}}`), metav1.PatchOptions{}, "status")
 			return err
 		},
 		"create a ClusterProviderConfig": func() error {
