@@ -296,15 +296,15 @@ func (e *External) claim(ctx context.Context, o observed, need map[string]bool, 
 		if !need[kind] {
 			return
 		}
-		var live bool
-		if live, err = e.Adoption.liveOwner(ctx, obj); err != nil {
+		owner, live, lerr := e.Adoption.liveOwner(ctx, obj)
+		if err = lerr; err != nil {
 			return
 		}
 		if adopt && e.Adoption.Allowed && !live {
 			out.set(kind, obj)
 			return
 		}
-		c = append(c, e.Adoption.conflict(kind, obj, live, adopt))
+		c = append(c, e.Adoption.conflict(kind, obj, owner, live, adopt))
 	})
 	return out, strings.Join(c, "; "), err
 }

@@ -85,39 +85,41 @@ type Adoption struct {
 	Instances client.Reader
 }
 
-// liveOwner reports whether o is labelled with the UID of an Instance that exists in the
-// control plane (whatever its annotation says, which anyone who may edit o may change): such
-// an object is that Instance's, and never adopted. An Instance that was deleted, even
-// recreated under the same name (a new UID), owns nothing any more.
-func (a Adoption) liveOwner(ctx context.Context, o metav1.Object) (bool, error) {
+// liveOwner returns the Instance ("<namespace>/<name>") whose UID o is labelled with, when
+// that Instance exists in the control plane, and whether it does. Such an object is that
+// Instance's, and never adopted, whatever its annotation says (anyone who may edit o may
+// change it). An Instance that was deleted, even one recreated under the same name (a new
+// UID), owns nothing any more. Without Instances to read, every label counts as a live
+// Instance's, named by the annotation.
+func (a Adoption) liveOwner(ctx context.Context, o metav1.Object) (string, bool, error) {
 	uid, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]
 	if !ok {
-		return false, nil
+		return "", false, nil
 	}
 	if a.Instances == nil {
-		return true, nil
+		return o.GetAnnotations()[v1alpha1.AnnotationInstance], true, nil
 	}
 	l := &v1alpha1.InstanceList{}
 	if err := a.Instances.List(ctx, l); err != nil {
-		return false, errors.Wrap(err, "cannot list Instances to tell whether the one labelled "+v1alpha1.LabelInstanceUID+"="+uid+" still exists")
+		return "", false, errors.Wrapf(err, "cannot list Instances to tell whether the one labelled %s=%s still exists", v1alpha1.LabelInstanceUID, uid)
 	}
 	for _, i := range l.Items {
 		if string(i.GetUID()) == uid {
-			return true, nil
+			return i.GetNamespace() + "/" + i.GetName(), true, nil
 		}
 	}
-	return false, nil
+	return "", false, nil
 }
 
 // conflict says, for the Instance's Synced condition and events, why o (of kind) is not
 // the Instance's: whose it is and, when the Instance could take it over, how. An object
-// of a live Instance (live) is that Instance's, and nothing is suggested.
-func (a Adoption) conflict(kind string, o metav1.Object, live bool, adopt bool) string {
+// of a live Instance (owner, when live) is that Instance's, and nothing is suggested.
+func (a Adoption) conflict(kind string, o metav1.Object, owner string, live, adopt bool) string {
 	what := kind + " " + o.GetNamespace() + "/" + o.GetName() + " exists and is not this Instance's: "
 	uid, labelled := o.GetLabels()[v1alpha1.LabelInstanceUID]
 	switch {
 	case live:
-		return what + "it belongs to Instance " + o.GetAnnotations()[v1alpha1.AnnotationInstance] + " (" + v1alpha1.LabelInstanceUID + "=" + uid + ")"
+		return what + "it belongs to Instance " + owner + " (" + v1alpha1.LabelInstanceUID + "=" + uid + ")"
 	case labelled:
 		what += "it is labelled " + v1alpha1.LabelInstanceUID + "=" + uid + ", an Instance that no longer exists"
 	default:

@@ -84,8 +84,12 @@ func settingsOf(cs []unstructured.Unstructured, builtin bool) (resolve.Settings,
 		for i := range cs {
 			names[i] = cs[i].GetName()
 		}
-		return resolve.Settings{}, errors.Errorf("Compositions %s and %s are all labelled %s=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
-			strings.Join(names[:len(names)-1], ", "), names[len(names)-1], v1alpha1.LabelInstancePolicy)
+		all := "all"
+		if len(names) == 2 {
+			all = "both"
+		}
+		return resolve.Settings{}, errors.Errorf("Compositions %s and %s are %s labelled %s=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
+			strings.Join(names[:len(names)-1], ", "), names[len(names)-1], all, v1alpha1.LabelInstancePolicy)
 	}
 	raw, err := inputOf(&cs[0])
 	if err != nil {
