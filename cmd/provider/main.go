@@ -94,21 +94,27 @@ func (c *cli) Run() error {
 		MaxConcurrentReconciles: c.MaxReconcileRate,
 		PollInterval:            c.Poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
-		Features:                &feature.Flags{},
+		Features:                c.features(),
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: c.PollStateMetric,
 			MRMetrics:               mrMetrics,
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if c.AllowBuiltinPolicy {
-		o.Features.Enable(instance.FeatureBuiltinPolicy)
-	}
 	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
 	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
+}
+
+// features are the controllers' feature flags the provider's flags enable.
+func (c *cli) features() *feature.Flags {
+	f := &feature.Flags{}
+	if c.AllowBuiltinPolicy {
+		f.Enable(instance.FeatureBuiltinPolicy)
+	}
+	return f
 }
 
 // newScheme knows the provider's kinds and the built-in ones it reads and writes in the
