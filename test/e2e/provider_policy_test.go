@@ -81,6 +81,7 @@ func TestProviderPolicy(t *testing.T) {
 	twin := restricted.DeepCopy()
 	twin.SetName("a-twin-" + suffix())
 	apply(t, twin)
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()) })
 	apply(t, newInstance(ns, "twice", b.Config, 1, nil, nil))
 	waitInstance(t, ns, "twice", "refused naming both Compositions", refused(
 		"Compositions "+twin.GetName()+" and "+objs[0].GetName()+" are both labelled memcached.example.com/instance-policy=true, so Instances are refused"))
