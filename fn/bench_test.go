@@ -37,6 +37,7 @@ func BenchmarkRunFunction(b *testing.B) {
 		"SteadyStateReal": read("steady-state-realistic"),
 		"PassThrough50":   passThrough,
 		"InvalidHoldsAll": read("invalid-repeated-no-event"),
+		"SteadyStateTLS":  read("tls-steady"),
 	}
 	f := New(logging.NewNopLogger())
 	for name, req := range cases {

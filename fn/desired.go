@@ -163,8 +163,11 @@ func keyOf(o render.Object, m render.Memcached) string {
 	case *unstructured.Unstructured:
 		return KeyServiceMonitor
 	case *corev1.Secret:
-		if o.GetName() == render.AuthSecretName(m) {
+		switch o.GetName() {
+		case render.AuthSecretName(m):
 			return KeyAuthSecret
+		case render.TLSSecretName(m):
+			return KeyTLSSecret
 		}
 		return KeyConnectionSecret
 	default:

@@ -56,7 +56,7 @@ const (
 
 // ownKeys are the composed resources the function may desire, in a fixed order.
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance,
-	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor}
+	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor, KeyTLSSecret}
 
 // ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
 // compositions (the default in Crossplane v2) an XR is reconciled again when it or anything
@@ -94,6 +94,9 @@ type Function struct {
 	inputs      settingsCache
 	renders     renderCache
 	credentials *credentialStore
+	// now is the time TLS certificates are judged at (fn/tls.go): time.Now outside tests.
+	now         func() time.Time
+	tlsVerdicts tlsVerdicts
 }
 
 // New returns a Function that logs to log. Per-call logs are at debug level only, so a busy
@@ -104,6 +107,7 @@ func New(log logging.Logger) *Function {
 		inputs:      settingsCache{m: map[string]settingsEntry{}},
 		renders:     renderCache{m: map[renderKey]*rendered{}, wire: newPreEncoded()},
 		credentials: newCredentialStore(),
+		now:         time.Now,
 	}
 }
 
@@ -202,7 +206,7 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 			d.waiting = true
 			return nil
 		}
-		served, errs := resolve.TLSSecret(tlsPath, name, d.m.Namespace, secret)
+		served, errs := f.servedTLS(o, d.m, name, secret)
 		if d.errs = append(d.errs, errs...); len(d.errs) == 0 {
 			d.m.TLS = served
 		}
@@ -276,6 +280,7 @@ func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
 			r.connection[render.ConnectionPassword] = []byte(a.Password)
 		}
 	}
+	heldTLS(o, r.connection)
 	// It runs where it already ran.
 	oi := anyInstance(o.instances)
 	return verdict{cond: readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(d.errs)}, r: r, elsewhere: oi != nil, instance: oi}

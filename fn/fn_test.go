@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -202,6 +203,24 @@ func TestRunFunction(t *testing.T) {
 		"tls-secret-not-tls": {
 			reason: "A Secret of the wrong type is reported the same way.",
 		},
+		"tls-steady": {
+			reason: "A Memcached serving the pair its TLS Secret holds desires the function's copy of that pair (sessions-tls-active, which the pods mount) as it is, and nothing rolls.",
+		},
+		"tls-renewal-weak-key": {
+			reason: "A TLS Secret renewed with an RSA-1024 key (memcached exits \"ee key too small\") is InvalidSpec naming spec.tls.secretName and why; the Deployment and the copy of the last good pair the pods mount are held as they run, so a replica that restarts still loads it, and the connection details keep tls and ca.crt.",
+		},
+		"tls-renewal-expired": {
+			reason: "A TLS Secret holding an expired certificate is InvalidSpec naming when it expired, with what runs held.",
+		},
+		"tls-renewal-other-host": {
+			reason: "A TLS Secret whose certificate does not name the Service's host (sessions.team-a.svc.cluster.local, the connection Secret's) is InvalidSpec naming what it names, with what runs held.",
+		},
+		"tls-renewal-copy-first": {
+			reason: "A valid renewal is copied first: the copy is desired with the new pair, while the pod template keeps the digest the replicas run with, so no replica starts before the copy it mounts holds the new pair.",
+		},
+		"tls-renewal-rolls": {
+			reason: "Once the observed copy holds the renewed pair, the pod template takes its digest and the replicas roll to it.",
+		},
 		"network-policy-namespaces": {
 			reason: "allowedNamespaces naming namespaces by kubernetes.io/metadata.name admits them beside the claim's own, and the monitoring namespace reaches the metrics port.",
 		},
@@ -230,6 +249,8 @@ func TestRunFunction(t *testing.T) {
 	f := New(logging.NewNopLogger())
 	// Tests generate the same credentials every time.
 	f.credentials.random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
+	// and judge TLS certificates at one time, which the fixtures' certificates are made for.
+	f.now = func() time.Time { return fixtureTime }
 	dirs, err := os.ReadDir("testdata")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no case directories in testdata (%v)", err)
@@ -272,6 +293,10 @@ func TestRunFunction(t *testing.T) {
 		}
 	}
 }
+
+// fixtureTime is when TestRunFunction runs: the fixtures' certificates are valid then (and,
+// but for those made to be invalid, until 2126).
+var fixtureTime = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 
 // fixtures are the request fixtures, testdata/<case>/request.yaml. A test that runs every
 // fixture fails rather than passes when there is none.

@@ -21,6 +21,8 @@ var notCarried = map[string]string{
 	"Auth.Rotation":                     "authentication is not supported in another cluster yet",
 	"AuthProxyImage":                    "authentication is not supported in another cluster yet",
 	"TLS.SecretName":                    "TLS is not supported in another cluster yet",
+	"TLS.Certificate":                   "TLS is not supported in another cluster yet",
+	"TLS.PrivateKey":                    "TLS is not supported in another cluster yet",
 	"TLS.Digest":                        "TLS is not supported in another cluster yet",
 	"TLS.CA":                            "TLS is not supported in another cluster yet",
 	"NetworkPolicy.AllowedNamespaces":   "the provider does not manage NetworkPolicies yet",

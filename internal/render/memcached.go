@@ -86,15 +86,21 @@ type Auth struct {
 	Rotation string
 }
 
-// TLS is what memcached serves TLS with.
+// TLS is what memcached serves TLS with: the last pair the tenant's Secret held that
+// resolve accepted, which the pods read from a copy the function owns (TLSSecret), so that a
+// replica restarting after a bad renewal still loads a pair clients can use.
 type TLS struct {
-	// SecretName is the kubernetes.io/tls Secret mounted into the pods.
+	// SecretName is the tenant's kubernetes.io/tls Secret the pair was copied from.
 	SecretName string
-	// Digest is a digest of the certificate chain and key: a renewed certificate changes the
-	// pod template, so replicas restart and read it (memcached reads it at start only).
+	// Certificate and PrivateKey are its tls.crt (the chain) and tls.key, which the copy holds.
+	Certificate, PrivateKey string
+	// Digest identifies the pair the replicas load, on the pod template: a new one rolls them
+	// (memcached reads its certificate at start only). It is the digest of the copy's pair
+	// once the copy holds it; until then the function keeps the replicas' own, so no replica
+	// starts before the copy it mounts holds the pair its digest names.
 	Digest string
-	// CA is the Secret's ca.crt, handed on to clients in the connection details; empty when
-	// the Secret has none.
+	// CA is the Secret's ca.crt, copied and handed on to clients in the connection details;
+	// empty when the Secret has none.
 	CA string
 }
 

@@ -260,8 +260,8 @@ type Object interface {
 	metav1.Object
 }
 
-// Objects are the objects that run m, in apply order: the auth Secret the pods mount (with
-// auth on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
+// Objects are the objects that run m, in apply order: the auth Secret and the TLS pair's copy
+// the pods mount (with auth and TLS on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
 // NetworkPolicy and the ServiceMonitor. The function composes them and the provider applies
 // them, so both run exactly the same set; for the provider, resolve.Remote leaves a Memcached
 // no auth, NetworkPolicy or ServiceMonitor, which it does not manage in a target cluster yet.
@@ -269,6 +269,9 @@ func Objects(m Memcached) []Object {
 	var objs []Object
 	if m.Auth != nil {
 		objs = append(objs, AuthSecret(m))
+	}
+	if m.TLS != nil {
+		objs = append(objs, TLSSecret(m))
 	}
 	objs = append(objs, Deployment(m), Service(m))
 	if NeedsPodDisruptionBudget(m) {

@@ -20,15 +20,21 @@ const (
 	AuthSecretSuffix = "-auth"
 	// AuthDir is where the auth Secret is mounted, read-only, in memcached and the auth proxy.
 	AuthDir = "/etc/memcached/auth"
-	// TLSDir is where the TLS Secret is mounted, read-only, in memcached.
+	// TLSDir is where the TLS Secret's copy (TLSSecret) is mounted, read-only, in memcached.
 	TLSDir = "/etc/memcached/tls"
+	// TLSSecretSuffix is appended to the base name for the function's copy of the tenant's
+	// TLS Secret, which the pods mount.
+	TLSSecretSuffix = "-tls-active"
+	// AnnotationTLSSource, on the copy, names the tenant's Secret its pair came from.
+	AnnotationTLSSource = "cache.example.com/tls-source"
 	// AuthFileKey is the auth Secret's key holding memcached's --auth-file: "username:password".
 	AuthFileKey = "auth-file"
 
 	// AnnotationCredentials and AnnotationCertificate, on the pod template, carry digests of
 	// the credentials and of the certificate: memcached reads both only when it starts, so a
 	// new password or a renewed certificate must restart the replicas, and changing the pod
-	// template is what rolls them.
+	// template is what rolls them. AnnotationCertificate is on the TLS pair's copy too
+	// (TLSSecret): the digest of the pair the copy holds.
 	AnnotationCredentials = "cache.example.com/credentials"
 
 	// AnnotationRotation, on the auth Secret, is the spec.auth.rotation its credentials were
@@ -43,6 +49,38 @@ const (
 // AuthSecretName is the name of the Secret holding m's credentials.
 func AuthSecretName(m Memcached) string {
 	return m.Name + AuthSecretSuffix
+}
+
+// TLSSecretName is the name of the Secret holding the copy of m's TLS pair that the pods
+// mount.
+func TLSSecretName(m Memcached) string {
+	return m.Name + TLSSecretSuffix
+}
+
+// TLSSecret is the copy of the last TLS pair accepted from the tenant's Secret, which the pods
+// mount instead of the tenant's: while the tenant's Secret holds a pair no client could use
+// (a bad renewal), the function holds this copy as it is, so a replica that restarts loads the
+// last good pair. AnnotationCertificate records the digest of the pair it holds, which the
+// function compares before rolling the replicas to a new one.
+func TLSSecret(m Memcached) *corev1.Secret {
+	meta := objectMeta(m, TLSSecretName(m))
+	meta.Annotations = map[string]string{
+		AnnotationCertificate: Digest([]byte(m.TLS.Certificate), []byte{0}, []byte(m.TLS.PrivateKey)),
+		AnnotationTLSSource:   m.TLS.SecretName,
+	}
+	data := map[string][]byte{
+		corev1.TLSCertKey:       []byte(m.TLS.Certificate),
+		corev1.TLSPrivateKeyKey: []byte(m.TLS.PrivateKey),
+	}
+	if m.TLS.CA != "" {
+		data[corev1.ServiceAccountRootCAKey] = []byte(m.TLS.CA)
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta,
+		Type:       corev1.SecretTypeTLS,
+		Data:       data,
+	}
 }
 
 // AuthFile is memcached's --auth-file for a: one "username:password" line.
@@ -216,7 +254,8 @@ func authProxyContainer(m Memcached) corev1.Container {
 	}
 }
 
-// volumes are the Secrets m's pods mount: mode 0440, so that memcached's group (the pod's
+// volumes are the Secrets m's pods mount (the auth Secret, and the function's copy of the TLS
+// pair, never the tenant's TLS Secret itself): mode 0440, so that memcached's group (the pod's
 // fsGroup) reads them and nobody writes them.
 func volumes(m Memcached) []corev1.Volume {
 	var vs []corev1.Volume
@@ -229,7 +268,7 @@ func volumes(m Memcached) []corev1.Volume {
 		vs = append(vs, secret(authVolume, AuthSecretName(m)))
 	}
 	if m.TLS != nil {
-		vs = append(vs, secret(tlsVolume, m.TLS.SecretName))
+		vs = append(vs, secret(tlsVolume, TLSSecretName(m)))
 	}
 	return vs
 }

@@ -39,11 +39,19 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 		Namespace:        namespace,
 		Size:             integer("size", spec.Size, DefaultSize, 1, s.MaxSize),
 		MemoryLimitMB:    integer("memoryLimitMB", spec.MemoryLimitMB, s.MemoryLimitMB, MinMemoryLimitMB, s.MaxMemoryLimitMB),
-		MaxConnections:   integer("maxConnections", spec.MaxConnections, DefaultMaxConnections, 1, MaxConnections),
+		MaxConnections:   integer("maxConnections", spec.MaxConnections, DefaultMaxConnections, MinConnections, MaxConnections),
 		Threads:          integer("threads", spec.Threads, DefaultThreads, 1, MaxThreads),
 		Image:            s.Image,
 		HighAvailability: true,
 		ExporterImage:    s.ExporterImage,
+	}
+	valid := func(v *int32, lo, hi int64) bool { return v == nil || int64(*v) >= lo && int64(*v) <= hi }
+	if lo := MinConnectionsFor(m.Threads); int64(m.MaxConnections) < lo &&
+		valid(spec.MaxConnections, MinConnections, MaxConnections) && valid(spec.Threads, 1, MaxThreads) {
+		// Only when both fields are valid: a refused one was replaced by its default.
+		errs = append(errs, field.Invalid(root.Child("maxConnections"), int64(m.MaxConnections), fmt.Sprintf(
+			"must be at least %d with %d threads (%s): memcached takes its open files, %d per thread, out of this limit, and the pod's own connections need room",
+			lo, m.Threads, root.Child("threads"), ConnectionsPerThread)))
 	}
 	if spec.Image != "" {
 		// The default was checked with the Input; a user's image is checked here.
@@ -105,6 +113,33 @@ func cpu(p *field.Path, c *cachev1alpha1.CPU, def string, errs *field.ErrorList)
 	return &q
 }
 
+// The connection limits memcached can start and serve with. memcached (1.6.18, Debian's, as
+// measured by test/memcached) sets its open-file limit, soft and hard, to --conn-limit and
+// then opens 4 files per worker thread (an eventfd, an epoll and a signal pipe) and 8 more
+// (stdin, stdout, stderr, the main epoll and its pipe, and two listening sockets, with TLS
+// or without); each connection takes one more. It refuses to start unless the limit is two
+// more than the 5 files per thread it reserves plus its listening sockets: the smallest
+// limit it starts with is max(4t+8, 5t+4), 12 with 1 thread, 24 with 4, 84 with 16 and
+// 324 with 64, and at that limit it serves almost no connection. A claim must ask for more:
+// ConnectionsPerThread per thread (one more than memcached reserves, for a newer memcached
+// such as the default image's 1.6.39 that opens more per thread) plus ConnectionsHeadroom:
+// the pod's own connections (the exporter's, through the auth proxy when authentication is
+// on, and the kubelet's two probes, each a TCP connection and, with TLS, a handshake), and
+// a dozen clients at least. It is never less than MinConnections, the minimum with the
+// default threads, which is the schema's static minimum.
+const (
+	ConnectionsPerThread = 6
+	ConnectionsHeadroom  = 24
+	MinConnections       = ConnectionsPerThread*DefaultThreads + ConnectionsHeadroom
+)
+
+// MinConnectionsFor is the smallest spec.maxConnections accepted with threads worker
+// threads: ConnectionsPerThread per thread plus ConnectionsHeadroom, and at least
+// MinConnections.
+func MinConnectionsFor(threads int32) int64 {
+	return max(MinConnections, ConnectionsPerThread*int64(threads)+ConnectionsHeadroom)
+}
+
 const ruleCPU = `a positive CPU quantity, like "100m" or "1"`
 
 // Rule says, in the words of this package's errors, what the spec field at path (relative
@@ -126,7 +161,7 @@ func (s Settings) Rule(path string) string {
 	case "memoryLimitMB":
 		return between(MinMemoryLimitMB, s.MaxMemoryLimitMB, "policy.maxMemoryLimitMB")
 	case "maxConnections":
-		return between(1, MaxConnections, "")
+		return between(MinConnections, MaxConnections, "") + fmt.Sprintf(", and at least %d per thread plus %d", ConnectionsPerThread, ConnectionsHeadroom)
 	case "threads":
 		return between(1, MaxThreads, "")
 	case "resources.requests.cpu", "resources.limits.cpu":

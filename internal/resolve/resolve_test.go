@@ -105,7 +105,7 @@ func TestMemcached(t *testing.T) {
 			want: want{errs: []string{
 				"spec.size: Invalid value: -1: must be an integer between 1 and 3 (policy.maxSize)",
 				"spec.memoryLimitMB: Invalid value: 8: must be an integer between 16 and 1024 (policy.maxMemoryLimitMB)",
-				"spec.maxConnections: Invalid value: 0: must be an integer between 1 and 65536",
+				"spec.maxConnections: Invalid value: 0: must be an integer between 48 and 65536, and at least 6 per thread plus 24",
 				"spec.threads: Invalid value: 1000000: must be an integer between 1 and 64",
 			}},
 		},

@@ -1,6 +1,9 @@
 package resolve
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -9,6 +12,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +68,9 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 	if t := spec.TLS; t != nil && t.SecretName != "" {
 		if msgs := validation.IsDNS1123Subdomain(t.SecretName); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(root.Child("tls", "secretName"), t.SecretName, "must be a Secret name: "+strings.Join(msgs, "; ")))
+		} else if t.SecretName == render.TLSSecretName(*m) {
+			errs = append(errs, field.Invalid(root.Child("tls", "secretName"), t.SecretName,
+				"is the function's copy of the pair the pods serve, not a Secret a certificate is issued into: name the Secret your certificate (cert-manager's spec.secretName) is written to"))
 		} else {
 			m.TLS = &render.TLS{SecretName: t.SecretName}
 		}
@@ -136,11 +143,25 @@ func (s Settings) checkNamespaces(p *field.Path, sel *metav1.LabelSelector) fiel
 	return errs
 }
 
+// Limits on the keys memcached serves TLS with. OpenSSL at security level 2 (Debian's
+// default, and its memcached's) refuses to load an RSA key under 2048 bits ("ee key too
+// small", memcached exits) and verifying clients refuse such a chain; TLS 1.3 has signature
+// schemes for ECDSA on P-256, P-384 and P-521 only, so a key on another curve serves no TLS 1.3
+// client (Go's crypto/tls among them).
+const (
+	// MinRSABits is the smallest RSA key accepted in tls.crt's chain and as tls.key.
+	MinRSABits = 2048
+)
+
 // TLSSecret checks the Secret that spec.tls.secretName (at p) names, found in namespace (nil
-// when it does not exist), and returns what memcached serves TLS with: its digest, so that a
-// renewed certificate rolls the replicas, and its ca.crt, for clients. Each problem is a
-// field error naming the Secret and what is wrong with it.
-func TLSSecret(p *field.Path, name, namespace string, secret *corev1.Secret) (*render.TLS, field.ErrorList) {
+// when it does not exist), at time now, for a memcached that clients reach as host, and
+// returns what memcached serves TLS with: the pair and its digest, so that a renewed
+// certificate rolls the replicas, and its ca.crt, for clients. It accepts only a pair that a
+// verifying client can use: a key memcached loads, a certificate valid at now, naming host and
+// usable by a server, signed by ca.crt when the Secret has one. Each problem is in one field
+// error naming the Secret and what is wrong with it. now is a parameter, not the clock: a
+// certificate valid today is invalid once it expires, and the caller decides when that is.
+func TLSSecret(p *field.Path, name, namespace, host string, secret *corev1.Secret, now time.Time) (*render.TLS, field.ErrorList) {
 	where := "Secret " + namespace + "/" + name
 	invalid := func(detail string) (*render.TLS, field.ErrorList) {
 		return nil, field.ErrorList{field.Invalid(p, name, detail)}
@@ -161,21 +182,138 @@ func TLSSecret(p *field.Path, name, namespace string, secret *corev1.Secret) (*r
 	if len(missing) > 0 {
 		return invalid(where + " has no " + strings.Join(missing, " and no "))
 	}
-	if _, err := tls.X509KeyPair(crt, key); err != nil {
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
 		return invalid(where + ": tls.crt and tls.key are not a certificate and its private key: " + err.Error())
 	}
 	ca := secret.Data[corev1.ServiceAccountRootCAKey]
+	var roots []*x509.Certificate
 	if len(ca) > 0 {
-		if err := certificates(ca); err != nil {
+		if roots, err = certificates(ca); err != nil {
 			return invalid(where + ": ca.crt is not a PEM certificate: " + err.Error())
 		}
 	}
-	return &render.TLS{SecretName: name, Digest: render.Digest(crt, []byte{0}, key), CA: string(ca)}, nil
+	if problems := servable(pair, roots, host, now); len(problems) > 0 {
+		return invalid(where + ": " + strings.Join(problems, "; "))
+	}
+	return &render.TLS{
+		SecretName: name, Certificate: string(crt), PrivateKey: string(key), CA: string(ca),
+		Digest: render.Digest(crt, []byte{0}, key),
+	}, nil
 }
 
-// certificates checks that b holds PEM certificates and nothing else.
-func certificates(b []byte) error {
-	n := 0
+// TLSSecretExpiry is when a verdict of TLSSecret accepting secret stops holding: the earliest
+// expiry among tls.crt's chain and ca.crt's certificates (zero when there is none to parse).
+// An accepted Secret whose content has not changed is accepted at any later time before then,
+// which lets a caller remember the verdict instead of checking again on every call.
+func TLSSecretExpiry(secret *corev1.Secret) time.Time {
+	var until time.Time
+	earliest := func(b []byte) {
+		for {
+			var block *pem.Block
+			if block, b = pem.Decode(b); block == nil {
+				return
+			}
+			if c, err := x509.ParseCertificate(block.Bytes); err == nil && (until.IsZero() || c.NotAfter.Before(until)) {
+				until = c.NotAfter
+			}
+		}
+	}
+	if secret != nil {
+		earliest(secret.Data[corev1.TLSCertKey])
+		earliest(secret.Data[corev1.ServiceAccountRootCAKey])
+	}
+	return until
+}
+
+// servable lists why clients could not use pair, as memcached serves it, at now: a weak key
+// in its chain, a certificate of the chain not valid at now, a leaf that does not name host
+// or is not for servers, and a chain roots (ca.crt, when the Secret has one) did not sign.
+func servable(pair tls.Certificate, roots []*x509.Certificate, host string, now time.Time) []string {
+	var problems []string
+	chain := make([]*x509.Certificate, 0, len(pair.Certificate))
+	for i, der := range pair.Certificate {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			// X509KeyPair parsed the first; a later one of the chain that does not parse
+			// would be sent to clients as is.
+			return append(problems, fmt.Sprintf("certificate %d of tls.crt does not parse: %v", i+1, err))
+		}
+		chain = append(chain, c)
+	}
+	leaf := chain[0]
+	for i, c := range chain {
+		what := "tls.crt's certificate"
+		if i > 0 {
+			what = fmt.Sprintf("certificate %d of tls.crt (%q)", i+1, c.Subject.CommonName)
+		}
+		if weak := weakKey(c.PublicKey); weak != "" {
+			problems = append(problems, what+" has "+weak)
+		}
+		switch {
+		case now.Before(c.NotBefore):
+			problems = append(problems, fmt.Sprintf("%s is not valid before %s", what, c.NotBefore.UTC().Format(time.RFC3339)))
+		case now.After(c.NotAfter):
+			problems = append(problems, fmt.Sprintf("%s expired at %s", what, c.NotAfter.UTC().Format(time.RFC3339)))
+		}
+	}
+	if err := leaf.VerifyHostname(host); err != nil {
+		names := "no DNS name"
+		if len(leaf.DNSNames) > 0 {
+			shown := leaf.DNSNames[:min(len(leaf.DNSNames), 5)]
+			names = strings.Join(shown, ", ")
+			if len(leaf.DNSNames) > len(shown) {
+				names += fmt.Sprintf(" and %d more", len(leaf.DNSNames)-len(shown))
+			}
+		}
+		problems = append(problems, fmt.Sprintf("tls.crt's certificate names %s, not %s, the host in the connection Secret that clients verify", names, host))
+	}
+	if len(leaf.ExtKeyUsage) > 0 && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+		problems = append(problems, "tls.crt's certificate is not for servers: its extended key usage lacks serverAuth")
+	}
+	if len(roots) > 0 && len(problems) == 0 {
+		// Verified only when the rest holds: Verify would repeat the validity and name
+		// problems above in its own words.
+		opts := x509.VerifyOptions{Roots: x509.NewCertPool(), Intermediates: x509.NewCertPool(), CurrentTime: now,
+			KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		for _, r := range roots {
+			opts.Roots.AddCert(r)
+		}
+		for _, c := range chain[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		if _, err := leaf.Verify(opts); err != nil {
+			var unknown x509.UnknownAuthorityError
+			if errors.As(err, &unknown) {
+				problems = append(problems, "ca.crt did not sign tls.crt's certificate: clients verifying with the connection Secret's ca.crt would refuse it")
+			} else {
+				problems = append(problems, "clients verifying tls.crt's certificate with ca.crt would refuse it: "+err.Error())
+			}
+		}
+	}
+	return problems
+}
+
+// weakKey says what is wrong with a certificate's public key for TLS, or "" when nothing is.
+func weakKey(pub any) string {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if bits := k.N.BitLen(); bits < MinRSABits {
+			return fmt.Sprintf("a %d-bit RSA key, under %d bits: memcached's OpenSSL refuses to load it (\"ee key too small\") and verifying clients refuse it", bits, MinRSABits)
+		}
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+		default:
+			return fmt.Sprintf("an ECDSA key on %s: TLS 1.3 clients accept P-256, P-384 and P-521 only", k.Curve.Params().Name)
+		}
+	}
+	return ""
+}
+
+// certificates parses b, which must hold PEM certificates and nothing else.
+func certificates(b []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
 	for {
 		var block *pem.Block
 		block, b = pem.Decode(b)
@@ -183,17 +321,18 @@ func certificates(b []byte) error {
 			break
 		}
 		if block.Type != "CERTIFICATE" {
-			return errors.Errorf("a %s block", block.Type)
+			return nil, errors.Errorf("a %s block", block.Type)
 		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return err
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
 		}
-		n++
+		certs = append(certs, c)
 	}
-	if n == 0 || len(strings.TrimSpace(string(b))) > 0 {
-		return errors.New("no PEM certificate")
+	if len(certs) == 0 || len(strings.TrimSpace(string(b))) > 0 {
+		return nil, errors.New("no PEM certificate")
 	}
-	return nil
+	return certs, nil
 }
 
 // Credentials reads the credentials back from the data of an observed auth Secret. ok is

@@ -2,16 +2,9 @@ package resolve
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +83,12 @@ func TestSecurity(t *testing.T) {
 			reason: "A Secret name that is not a name is refused before anything asks for it.",
 			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "Sessions TLS"}},
 			errs:   []string{`spec.tls.secretName: Invalid value: "Sessions TLS": must be a Secret name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		},
+		"TLSTheCopy": {
+			reason: "The function's own copy of the pair is not a Secret certificates are issued into: reading it back would freeze the pair forever.",
+			spec:   v1alpha1.MemcachedSpec{TLS: &v1alpha1.TLS{SecretName: "sessions-tls-active"}},
+			errs: []string{`spec.tls.secretName: Invalid value: "sessions-tls-active": is the function's copy of the pair the pods serve, not a Secret a certificate is issued into: ` +
+				`name the Secret your certificate (cert-manager's spec.secretName) is written to`},
 		},
 		"NetworkPolicyOff": {
 			reason: "A claim may turn the NetworkPolicy off unless the platform requires it.",
@@ -336,66 +335,6 @@ func TestRemote(t *testing.T) {
 	}
 }
 
-func TestTLSSecret(t *testing.T) {
-	crt, key, ca := certificate(t)
-	p := field.NewPath("spec", "tls", "secretName")
-	secret := func(typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
-		return &corev1.Secret{Type: typ, Data: data}
-	}
-	cases := map[string]struct {
-		reason string
-		secret *corev1.Secret
-		want   *render.TLS
-		errs   []string
-	}{
-		"Valid": {
-			reason: "A cert-manager Secret gives the digest of its pair and its CA.",
-			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca}),
-			want:   &render.TLS{SecretName: "web-tls", Digest: render.Digest(crt, []byte{0}, key), CA: string(ca)},
-		},
-		"NoCA": {
-			reason: "ca.crt is optional.",
-			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key}),
-			want:   &render.TLS{SecretName: "web-tls", Digest: render.Digest(crt, []byte{0}, key)},
-		},
-		"Missing": {
-			reason: "A Secret that does not exist is named with its namespace.",
-			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls does not exist`},
-		},
-		"WrongType": {
-			reason: "Only kubernetes.io/tls Secrets are certificates.",
-			secret: secret(corev1.SecretTypeOpaque, map[string][]byte{"tls.crt": crt, "tls.key": key}),
-			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls is of type "Opaque", not "kubernetes.io/tls"`},
-		},
-		"NoKey": {
-			reason: "A Secret without its key is named with what it lacks.",
-			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt}),
-			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls has no tls.key`},
-		},
-		"NotAPair": {
-			reason: "A certificate with another certificate's key does not parse as a pair.",
-			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": ca, "tls.key": key}),
-			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls: tls.crt and tls.key are not a certificate and its private key: tls: private key does not match public key`},
-		},
-		"BadCA": {
-			reason: "A ca.crt clients could not use is reported rather than handed on.",
-			secret: secret(corev1.SecretTypeTLS, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": []byte("not a certificate")}),
-			errs:   []string{`spec.tls.secretName: Invalid value: "web-tls": Secret team-a/web-tls: ca.crt is not a PEM certificate: no PEM certificate`},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, errs := TLSSecret(p, "web-tls", "team-a", tc.secret)
-			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
-				t.Errorf("%s\nTLSSecret(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nTLSSecret(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
 func TestCredentials(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -449,36 +388,4 @@ func TestNewCredentials(t *testing.T) {
 	if _, err := NewCredentials(bytes.NewReader(nil)); err == nil {
 		t.Error("NewCredentials(empty reader): want an error")
 	}
-}
-
-// certificate returns a self-signed CA, and a certificate and key it signed, in PEM.
-func certificate(t *testing.T) (crt, key, ca []byte) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now(),
-		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "memcached"}, NotBefore: time.Now(),
-		NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"sessions.team-a.svc.cluster.local"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &k.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }

@@ -4,18 +4,30 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
 	"github.com/example/function-memcached/internal/render"
@@ -67,7 +79,11 @@ func applySecuredComposition(ctx context.Context) error {
 // the host name, its username and password) stores and reads keys on every replica; a client
 // without credentials, with a wrong password, or speaking plaintext is refused. The exporter,
 // through the auth proxy, reports memcached up and the items written. An application pod in
-// the claim's namespace that mounts the connection Secret connects with what it holds.
+// the claim's namespace that mounts the connection Secret connects with what it holds. The
+// pods mount the function's copy of the pair (<name>-tls-active), not the tenant's Secret: a
+// renewal with an RSA-1024 key, which memcached cannot load, is InvalidSpec on the claim and
+// changes nothing that runs, and a replica deleted then comes back serving the last accepted
+// certificate, which clients still verify.
 func TestNodeAuthAndTLS(t *testing.T) {
 	requireNode(t)
 	requireSecuredComposition(t)
@@ -172,6 +188,18 @@ func TestNodeAuthAndTLS(t *testing.T) {
 		}
 	})
 
+	t.Run("the pods mount the function's copy of the pair, not the tenant's Secret", func(t *testing.T) {
+		var mounted []string
+		for _, v := range deployment(t, ns, name).Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				mounted = append(mounted, v.Secret.SecretName)
+			}
+		}
+		if !slices.Contains(mounted, name+render.TLSSecretSuffix) || slices.Contains(mounted, name+"-tls") {
+			t.Errorf("the pods mount Secrets %v: want %s, not the tenant's %s", mounted, name+render.TLSSecretSuffix, name+"-tls")
+		}
+	})
+
 	// Last: its key would change the exporter's item count.
 	t.Run("a pod in the claim's namespace connects with the connection Secret; one without it is refused", func(t *testing.T) {
 		addr := net.JoinHostPort(pods[0].Status.PodIP, strconv.Itoa(render.Port))
@@ -180,4 +208,83 @@ func TestNodeAuthAndTLS(t *testing.T) {
 			{what: "a client without the connection Secret", ns: ns, proto: "memcached", addr: addr},
 		})
 	})
+
+	// After every other check: it replaces a replica.
+	t.Run("a renewal with an RSA-1024 key is refused and a restarted replica serves the last good pair", func(t *testing.T) {
+		_, _, generation := replicasAndGeneration(t, ns, name)
+		// The tenant, with the example role, writes its own Secret: a renewal gone wrong.
+		writeWeakTLSSecret(t, newTenant(t, ns), ns, name+"-tls", cd["host"])
+		waitMemcached(t, claimGVK, ns, name, "InvalidSpec naming the TLS Secret's weak key", func(m memcached) error {
+			if m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "spec.tls.secretName") ||
+				!strings.Contains(m.Message, "1024-bit RSA key, under 2048 bits") {
+				return errors.Errorf("want InvalidSpec naming spec.tls.secretName and the 1024-bit key, got %s: %s", m.AvailableReason, m.Message)
+			}
+			return nil
+		})
+		if _, _, g := replicasAndGeneration(t, ns, name); g != generation {
+			t.Errorf("the Deployment changed (generation %d → %d) under a refused certificate", generation, g)
+		}
+		if err := env.Kube.Typed.CoreV1().Pods(ns).Delete(ctx, pods[0].Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		again := waitPodsReady(t, ns, name, 2)
+		for i := range again {
+			if again[i].Name == pods[0].Name {
+				continue
+			}
+			addr := net.JoinHostPort(again[i].Status.PodIP, strconv.Itoa(render.Port))
+			c := dialTLS(t, addr) // Verified against the connection Secret's CA and host.
+			if got, err := c.Auth(cd["username"], cd["password"]); err != nil || got != "STORED" {
+				t.Errorf("the replacement replica %s: authenticating: %q, %v", again[i].Name, got, err)
+			}
+		}
+		// A good renewal makes the claim valid again.
+		writeTLSSecret(t, ca, ns, name+"-tls", name)
+		waitAvailable(t, claimGVK, ns, name, 2)
+	})
+}
+
+// writeWeakTLSSecret writes a kubernetes.io/tls Secret for host that is right in every way but
+// its key's size: an RSA-1024 key, which memcached's OpenSSL refuses to load, signed by a new
+// CA that the Secret's ca.crt holds, as client c.
+func writeWeakTLSSecret(t *testing.T, c *kube.Client, ns, secret, host string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "weak renewal CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), DNSNames: []string{host}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Apply(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": secret, "namespace": ns},
+		"type":     string(corev1.SecretTypeTLS),
+		"stringData": map[string]any{
+			corev1.TLSCertKey:       string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+			corev1.TLSPrivateKeyKey: string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb})),
+			"ca.crt":                string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})),
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -2,8 +2,10 @@ package memcached_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/example/function-memcached/internal/memcachedtest"
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
 
@@ -22,7 +24,7 @@ func BenchmarkMemcached(b *testing.B) {
 			var p *pod
 			if mode == "tls" || mode == "auth+tls" {
 				secret, c := tlsSecret(b, m)
-				served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
+				served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, render.Host(m), secret, time.Now())
 				if len(errs) > 0 {
 					b.Fatal(errs)
 				}

@@ -65,6 +65,10 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 	if tlsSecret != nil {
 		secrets[tlsSecret.Name] = tlsSecret
 	}
+	if m.TLS != nil { // The pods mount the function's copy of the pair, not tlsSecret.
+		s := render.TLSSecret(m)
+		secrets[s.Name] = s
+	}
 	d := render.Deployment(m)
 	spec := d.Spec.Template.Spec
 	if ptr.Deref(spec.SecurityContext.RunAsUser, 0) != memcachedtest.UID || ptr.Deref(spec.SecurityContext.FSGroup, -1) != memcachedtest.UID && len(spec.Volumes) > 0 {
@@ -205,7 +209,7 @@ func TestAuth(t *testing.T) {
 func TestTLS(t *testing.T) {
 	m := memcached()
 	secret, ca := tlsSecret(t, m)
-	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
+	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, render.Host(m), secret, time.Now())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -245,7 +249,7 @@ func TestAuthAndTLS(t *testing.T) {
 	m := memcached()
 	m.Auth = credentials(t)
 	secret, ca := tlsSecret(t, m)
-	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
+	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, render.Host(m), secret, time.Now())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -296,7 +300,7 @@ func TestExporterThroughAuthProxy(t *testing.T) {
 	m := memcached()
 	m.Auth, m.Metrics, m.AuthProxyImage = credentials(t), true, "memcached-auth-proxy:test"
 	secret, _ := tlsSecret(t, m)
-	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, secret)
+	served, errs := resolve.TLSSecret(nil, secret.Name, m.Namespace, render.Host(m), secret, time.Now())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -62,6 +62,8 @@ func TestValidate(t *testing.T) {
 		"Examples": {
 			reason: "Every example a user may apply, including the Input inside each Composition, must match its schema.",
 			want: validation{Validated: []string{
+				"admissionregistration.k8s.io/ValidatingAdmissionPolicy",
+				"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
 				"apiextensions.crossplane.io/CompositeResourceDefinition",
 				"apiextensions.crossplane.io/Composition",
 				"cache.example.com/Memcached",
@@ -69,6 +71,8 @@ func TestValidate(t *testing.T) {
 				"memcached.fn.example.com/Input",
 				"namespaced.cache.example.com/Memcached",
 				"pkg.crossplane.io/Function",
+				"rbac.authorization.k8s.io/ClusterRole",
+				"rbac.authorization.k8s.io/RoleBinding",
 			}},
 		},
 		"ClaimSizeZero": {

@@ -269,12 +269,16 @@ func wantPackage(arch string) pkg {
 		CRDs: []string{"inputs.memcached.fn.example.com"},
 		// Render fixtures (observed composed resources, the claim's XR) are no examples.
 		Examples: []string{
+			"admissionregistration.k8s.io/ValidatingAdmissionPolicy",
+			"admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding",
 			"apiextensions.crossplane.io/CompositeResourceDefinition",
 			"apiextensions.crossplane.io/Composition",
 			"cache.example.com/Memcached",
+			"core/ConfigMap",
 			"namespaced.cache.example.com/Memcached",
 			"pkg.crossplane.io/Function",
 			"rbac.authorization.k8s.io/ClusterRole",
+			"rbac.authorization.k8s.io/RoleBinding",
 		},
 	}
 }

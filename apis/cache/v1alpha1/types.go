@@ -61,8 +61,9 @@ type MemcachedSpec struct {
 	MemoryLimitMB *int32 `json:"memoryLimitMB,omitempty"`
 
 	// MaxConnections is the number of simultaneous client connections each replica accepts
-	// (memcached -c). Unset means 1024.
-	// +kubebuilder:validation:Minimum=1
+	// (memcached -c). Unset means 1024. memcached takes its own open files out of it, so it
+	// must be at least 6 per thread plus 24, and at least 48.
+	// +kubebuilder:validation:Minimum=48
 	// +kubebuilder:validation:Maximum=65536
 	// +optional
 	MaxConnections *int32 `json:"maxConnections,omitempty"`

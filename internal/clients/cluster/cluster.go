@@ -83,7 +83,9 @@ type Cluster struct {
 	namespaces map[string]*watches
 }
 
-// New connects to the cluster rc points at. It sends nothing until it is used.
+// New connects to the cluster rc points at. It sends nothing until it is used. Neither its
+// client nor its watches follow a redirect or repeat an answer but a Kubernetes Status
+// (kubeconfig.Untrusted), whatever config rc is.
 func New(rc *rest.Config, o Options) (*Cluster, error) {
 	direct := rest.CopyConfig(rc)
 	direct.Timeout = o.RequestTimeout
@@ -93,7 +95,7 @@ func New(rc *rest.Config, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Cluster{Host: rc.Host, opts: o, client: c, watch: rest.CopyConfig(rc), ctx: ctx, stop: stop, namespaces: map[string]*watches{}}, nil
+	return &Cluster{Host: rc.Host, opts: o, client: c, watch: kubeconfig.Guard(rest.CopyConfig(rc)), ctx: ctx, stop: stop, namespaces: map[string]*watches{}}, nil
 }
 
 // Client writes to the target cluster, and reads what the watches do not hold.

@@ -120,7 +120,7 @@ func (h *health) firstErr() error {
 
 // record notes what one request came to. A request the provider itself cancelled says
 // nothing about the cluster; neither do answers that are about the request (not found,
-// conflict, too many requests).
+// conflict, too many requests). A redirect is a failure: the provider follows none.
 func (h *health) record(req *http.Request, resource string, rsp *http.Response, err error) {
 	var outcome error
 	switch {
@@ -128,7 +128,8 @@ func (h *health) record(req *http.Request, resource string, rsp *http.Response, 
 		return
 	case err != nil:
 		outcome = errors.Wrapf(err, "cannot reach %s", req.URL.Host)
-	case rsp.StatusCode == http.StatusUnauthorized || rsp.StatusCode == http.StatusForbidden || rsp.StatusCode >= http.StatusInternalServerError:
+	case rsp.StatusCode >= http.StatusMultipleChoices && rsp.StatusCode < http.StatusBadRequest,
+		rsp.StatusCode == http.StatusUnauthorized || rsp.StatusCode == http.StatusForbidden || rsp.StatusCode >= http.StatusInternalServerError:
 		outcome = errors.New(statusMessage(rsp))
 	case rsp.StatusCode == http.StatusTooManyRequests:
 		return
@@ -144,9 +145,10 @@ func (h *health) record(req *http.Request, resource string, rsp *http.Response, 
 }
 
 // statusMessage reads the Kubernetes Status an API server answers a failed request with,
-// putting the body back for the client to read too, and falls back to the HTTP status.
+// putting the body back for the client to read too, and falls back to the HTTP status code
+// and its standard text (not the server's own reason phrase, which could say anything).
 func statusMessage(rsp *http.Response) string {
-	fallback := "the server answered " + rsp.Status
+	fallback := "the server answered " + strconv.Itoa(rsp.StatusCode) + " " + http.StatusText(rsp.StatusCode)
 	if rsp.Body == nil {
 		return fallback
 	}

@@ -10,7 +10,11 @@
 // refused, since it could borrow the provider's own service account. A namespaced
 // ProviderConfig's kubeconfig must moreover reach its server over verified TLS: plain http,
 // insecure-skip-tls-verify and proxy-url are refused there, since they would let whoever
-// writes the Secret point the provider's requests somewhere else unnoticed.
+// writes the Secret point the provider's requests somewhere else unnoticed. Whatever the
+// kubeconfig, no client of a target cluster follows a redirect, and a failed answer reaches
+// the provider's errors, and so Instances' conditions and events, only as a Kubernetes Status
+// (Untrusted): the server cannot send the provider on to a plain-http service from the
+// provider's own network position, nor have it repeat what it said.
 package kubeconfig
 
 import (
@@ -132,7 +136,7 @@ func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr 
 		if identity == nil {
 			return nil, errors.New("source InjectedIdentity: the provider has no identity of its own to inject")
 		}
-		rc := rest.CopyConfig(identity)
+		rc := Guard(rest.CopyConfig(identity))
 		rc.UserAgent = UserAgent
 		return rc, nil
 	case xpv2.CredentialsSourceSecret:
@@ -158,7 +162,8 @@ func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr 
 }
 
 // FromKubeconfig parses a kubeconfig into a rest.Config for its current context, refusing
-// credentials that run commands or read files in the provider's pod. With namespaced (a
+// credentials that run commands or read files in the provider's pod. Clients of the config
+// follow no redirect and repeat no answer but a Kubernetes Status (see Untrusted). With namespaced (a
 // namespaced ProviderConfig's kubeconfig) it also refuses anything but https verified with
 // the kubeconfig's own CA data: no plain http, no insecure-skip-tls-verify, no proxy-url.
 func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
@@ -200,7 +205,7 @@ func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
 		return nil, errors.Wrap(err, "cannot use kubeconfig")
 	}
 	rc.UserAgent = UserAgent
-	return rc, nil
+	return Guard(rc), nil
 }
 
 // verifiedTLS refuses a namespaced ProviderConfig's cluster entry unless the provider would
@@ -266,8 +271,9 @@ func RESTMapper() meta.RESTMapper {
 	return m
 }
 
-// New returns a client of the cluster rc points at, for the managed kinds.
+// New returns a client of the cluster rc points at, for the managed kinds, that follows no
+// redirect and repeats no answer but a Kubernetes Status (see Untrusted).
 func New(rc *rest.Config) (client.Client, error) {
-	c, err := client.New(rc, client.Options{Scheme: Scheme(), Mapper: RESTMapper()})
+	c, err := client.New(Guard(rest.CopyConfig(rc)), client.Options{Scheme: Scheme(), Mapper: RESTMapper()})
 	return c, errors.Wrapf(err, "cannot create a client for %s", rc.Host)
 }

@@ -32,7 +32,8 @@ func Base() render.Memcached {
 		MaxItemSizeMB:  2,
 		Auth:           &render.Auth{Username: "memcached", Password: "secret-password", Rotation: "2026-12-01"},
 		AuthProxyImage: "registry.example.com/auth-proxy:1",
-		TLS:            &render.TLS{SecretName: "sessions-tls", Digest: "0123456789abcdef", CA: "-----BEGIN CERTIFICATE-----"},
+		TLS: &render.TLS{SecretName: "sessions-tls", Certificate: "-----BEGIN CERTIFICATE----- leaf", PrivateKey: "-----BEGIN PRIVATE KEY-----",
+			Digest: "0123456789abcdef", CA: "-----BEGIN CERTIFICATE-----"},
 		NetworkPolicy: &render.NetworkAccess{
 			AllowedNamespaces:   &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "web"}},
 			MonitoringNamespace: "monitoring",
@@ -67,6 +68,8 @@ var changes = map[string]func(m *render.Memcached){
 	"Auth.Rotation":    func(m *render.Memcached) { m.Auth.Rotation = "2027-01-01" },
 	"AuthProxyImage":   func(m *render.Memcached) { m.AuthProxyImage = "registry.example.com/auth-proxy:2" },
 	"TLS.SecretName":   func(m *render.Memcached) { m.TLS.SecretName = "renewed-tls" },
+	"TLS.Certificate":  func(m *render.Memcached) { m.TLS.Certificate = "-----BEGIN CERTIFICATE----- renewed leaf" },
+	"TLS.PrivateKey":   func(m *render.Memcached) { m.TLS.PrivateKey = "-----BEGIN PRIVATE KEY----- renewed" },
 	"TLS.Digest":       func(m *render.Memcached) { m.TLS.Digest = "fedcba9876543210" },
 	"TLS.CA":           func(m *render.Memcached) { m.TLS.CA = "-----BEGIN CERTIFICATE----- renewed" },
 	"NetworkPolicy.AllowedNamespaces": func(m *render.Memcached) {

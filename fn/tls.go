@@ -1,0 +1,137 @@
+package fn
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/resolve"
+)
+
+// KeyTLSSecret is the function's copy of the last TLS pair it accepted from the tenant's
+// Secret (render.TLSSecret): the pods mount it, never the tenant's Secret, so a bad renewal
+// there reaches no replica, not even one that restarts. While the tenant's Secret is invalid
+// the spec is, and the copy is held as it is with everything else that runs.
+const KeyTLSSecret = "memcached-tls-active"
+
+// servedTLS checks the tenant's TLS Secret (nil when it does not exist) at the function's
+// clock, for the host clients reach m at, and returns the pair to serve. Its Digest, which the
+// pod template carries, is the pair's own once the observed copy holds that pair; until
+// then it stays what the running replicas carry, so that they roll to a renewed pair only once
+// the copy they mount holds it (Crossplane applies the copy and the Deployment in no set
+// order). The copy's change is watched, so the roll follows one reconcile later.
+func (f *Function) servedTLS(o *observation, m render.Memcached, name string, secret *corev1.Secret) (*render.TLS, field.ErrorList) {
+	now, host := f.now(), render.Host(m)
+	if secret == nil { // Nothing to remember a verdict of.
+		_, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, nil, now)
+		return nil, errs
+	}
+	k := tlsVerdictKey(name, m.Namespace, host, secret)
+	t, ok := f.tlsVerdicts.get(k, now)
+	if !ok {
+		var errs field.ErrorList
+		if t, errs = resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now); len(errs) > 0 {
+			return nil, errs
+		}
+		f.tlsVerdicts.put(k, t, resolve.TLSSecretExpiry(secret))
+	}
+	served := *t // The remembered verdict is shared: the digest is this call's.
+	served.Digest = loadedDigest(o, t.Digest)
+	return &served, nil
+}
+
+// maxTLSVerdicts bounds the remembered TLS verdicts: one per distinct TLS Secret content.
+const maxTLSVerdicts = 1024
+
+// tlsVerdicts remembers the TLS Secrets resolve accepted, by content, until the earliest
+// expiry among their certificates: checking a pair costs a few hundred microseconds (parsing
+// it, verifying its chain), ten times a whole steady-state call, and the function judges the
+// same Secret on every reconcile. Refusals are not remembered: they are the exceptional path,
+// and one may turn into an acceptance by time alone (a certificate not valid yet).
+type tlsVerdicts struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]tlsVerdict
+}
+
+type tlsVerdict struct {
+	tls   *render.TLS
+	until time.Time
+}
+
+// get returns the remembered acceptance of key, if it holds at now.
+func (c *tlsVerdicts) get(key [sha256.Size]byte, now time.Time) (*render.TLS, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[key]
+	if !ok || now.After(v.until) {
+		return nil, false
+	}
+	return v.tls, true
+}
+
+func (c *tlsVerdicts) put(key [sha256.Size]byte, t *render.TLS, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[sha256.Size]byte]tlsVerdict{}
+	}
+	if len(c.m) >= maxTLSVerdicts {
+		for k := range c.m { // Forget one at random; it is checked again if needed.
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = tlsVerdict{tls: t, until: until}
+}
+
+// tlsVerdictKey identifies everything a verdict of resolve.TLSSecret depends on but the time:
+// the Secret's name, namespace, type and the data it reads, and the host.
+func tlsVerdictKey(name, namespace, host string, secret *corev1.Secret) [sha256.Size]byte {
+	h := sha256.New()
+	for _, s := range []string{name, namespace, host, string(secret.Type)} {
+		_, _ = io.WriteString(h, s)
+		h.Write([]byte{0})
+	}
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, corev1.ServiceAccountRootCAKey} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(secret.Data[k])))
+		h.Write(n[:])
+		h.Write(secret.Data[k])
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
+// loadedDigest is the certificate digest the pod template carries for a pair of digest want:
+// want, unless the observed copy holds another pair and the observed replicas carry a digest
+// of their own, which they then keep.
+func loadedDigest(o *observation, want string) string {
+	c, d := o.resources[KeyTLSSecret].GetResource(), o.resources[KeyDeployment].GetResource()
+	if c == nil || d == nil || str(c, "metadata", "annotations", render.AnnotationCertificate) == want {
+		return want
+	}
+	if running := str(d, "spec", "template", "metadata", "annotations", render.AnnotationCertificate); running != "" {
+		return running
+	}
+	return want
+}
+
+// heldTLS puts the TLS connection details of what runs back into connection, while an
+// invalid spec holds it: the observed copy says the replicas serve TLS, with its ca.crt.
+func heldTLS(o *observation, connection map[string][]byte) {
+	c := o.resources[KeyTLSSecret].GetResource()
+	if c == nil {
+		return
+	}
+	connection[render.ConnectionTLS] = []byte("true")
+	if ca := secretData(c, corev1.ServiceAccountRootCAKey)[corev1.ServiceAccountRootCAKey]; len(ca) > 0 {
+		connection[render.ConnectionCA] = ca
+	}
+}
