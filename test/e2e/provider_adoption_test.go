@@ -18,13 +18,15 @@ import (
 // b's Instance named like team a's and asking to adopt gets a conflict naming team a's
 // Instance, with no suggestion to adopt; team a's Deployment, Service and PodDisruptionBudget
 // keep their label, image, size and generation, and team a stays Available; deleting team b's
-// Instance deletes nothing of team a's.
+// Instance deletes nothing of team a's. Each team acts as its tenant (example/tenant-rbac.yaml,
+// by impersonation).
 func TestProviderAdoptionCannotSteal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, _ := workloads(t)
 	teamA := team(t, "steal-a", a)
 	teamB := team(t, "steal-b", a)
+	tenantA, tenantB := newTenant(t, teamA), newTenant(t, teamB)
 	shared := "steal-" + suffix()
 	grant(t, a, shared)
 	config := "steal-" + suffix()
@@ -34,7 +36,7 @@ func TestProviderAdoptionCannotSteal(t *testing.T) {
 	}))
 	t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config) })
 
-	apply(t, newInstance(teamA, "sessions", config, 2, map[string]any{"namespace": shared}, nil))
+	applyAsTenant(t, tenantA, newInstance(teamA, "sessions", config, 2, map[string]any{"namespace": shared}, nil))
 	first := waitInstance(t, teamA, "sessions", "Available", instanceAvailable(2))
 	uidA := string(first.Object.GetUID())
 	kinds := []schema.GroupVersionKind{deploymentGVK, serviceGVK, pdbGVK}
@@ -47,7 +49,7 @@ func TestProviderAdoptionCannotSteal(t *testing.T) {
 		before[gvk.Kind] = u
 	}
 
-	apply(t, newInstance(teamB, "sessions", config, 1, map[string]any{"namespace": shared, "image": "memcached:1.6.38-alpine"}, map[string]any{"adoptionPolicy": "Adopt"}))
+	applyAsTenant(t, tenantB, newInstance(teamB, "sessions", config, 1, map[string]any{"namespace": shared, "image": "memcached:1.6.38-alpine"}, map[string]any{"adoptionPolicy": "Adopt"}))
 	waitInstance(t, teamB, "sessions", "a conflict naming team a's Instance, suggesting nothing", func(i instance) error {
 		if err := refused("Deployment " + shared + "/sessions exists and is not this Instance's: it belongs to Instance " + teamA + "/sessions (" + labelInstanceUID + "=" + uidA + ")")(i); err != nil {
 			return err
@@ -79,7 +81,7 @@ func TestProviderAdoptionCannotSteal(t *testing.T) {
 	untouched("after team b's Instance asked to adopt")
 	waitInstance(t, teamA, "sessions", "still Available", instanceAvailable(2))
 
-	if err := env.Kube.Delete(ctx, instanceGVK, teamB, "sessions"); err != nil {
+	if err := tenantB.Delete(ctx, instanceGVK, teamB, "sessions"); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, defaultTimeout, instanceGVK, teamB, "sessions")

@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 // Two teams sharing a workload cluster never reach each other's objects. By default each
@@ -97,7 +98,8 @@ func TestProviderTenancy(t *testing.T) {
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"memcached.example.com/workload-a": "allowed"}},
 		}))
 		t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config) })
-		apply(t, newInstance(ns, "sessions", config, 1, nil, nil))
+		tenant := newTenant(t, ns)
+		applyAsTenant(t, tenant, newInstance(ns, "sessions", config, 1, nil, nil))
 		waitInstance(t, ns, "sessions", "refused", func(i instance) error {
 			// Not allowed, and no more: nothing of the config's credentials (Secret
 			// crossplane-system/workload-a, the workload cluster's address) reaches the tenant.
@@ -109,7 +111,7 @@ func TestProviderTenancy(t *testing.T) {
 			}
 			return nil
 		})
-		if u := usagesOf(t, ns); len(u) != 0 {
+		if u := usagesOf(t, tenant, ns); len(u) != 0 {
 			t.Errorf("a refused Instance recorded ProviderConfigUsages %v; want none, so that the platform may delete a config the namespace may not use", u)
 		}
 		if getOn(t, a.Kube, deploymentGVK, ns, "sessions") != nil {
@@ -119,7 +121,7 @@ func TestProviderTenancy(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitInstance(t, ns, "sessions", "Available once the namespace is selected", instanceAvailable(1))
-		if u := usagesOf(t, ns); len(u) != 1 || u[0] != "ClusterProviderConfig/"+config {
+		if u := usagesOf(t, tenant, ns); len(u) != 1 || u[0] != "ClusterProviderConfig/"+config {
 			t.Errorf("ProviderConfigUsages of the admitted Instance: %v; want one of ClusterProviderConfig/%s", u, config)
 		}
 	})
@@ -187,10 +189,11 @@ users:
 	})
 }
 
-// usagesOf lists the configs ("<kind>/<name>") the ProviderConfigUsages of namespace ns name.
-func usagesOf(t *testing.T, ns string) []string {
+// usagesOf lists, as c sees them, the configs ("<kind>/<name>") the ProviderConfigUsages of
+// namespace ns name.
+func usagesOf(t *testing.T, c *kube.Client, ns string) []string {
 	t.Helper()
-	r, err := env.Kube.Resource(schema.GroupVersionKind{Group: "memcached.example.com", Version: "v1alpha1", Kind: "ProviderConfigUsage"}, ns)
+	r, err := c.Resource(schema.GroupVersionKind{Group: "memcached.example.com", Version: "v1alpha1", Kind: "ProviderConfigUsage"}, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
