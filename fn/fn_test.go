@@ -68,6 +68,9 @@ func TestRunFunction(t *testing.T) {
 		"invalid-size-keeps-running": {
 			reason: "An invalid resize (size 9 over maxSize 3) keeps the running Deployment, Service and PDB exactly as observed, and tells the claim owner the field, value and limit in a Warning and Available=False/InvalidSpec.",
 		},
+		"scheduling-control-plane-refused": {
+			reason: "A claim tolerating every taint and selecting the control plane, without a policy.scheduling allowing it, is InvalidSpec naming both fields and the policy; the running Deployment, Service and PDB are held as observed.",
+		},
 		"invalid-repeated-no-event": {
 			reason: "The same invalid spec on the next reconcile repeats the condition but not the Warning event.",
 		},

@@ -151,6 +151,11 @@ type Policy struct {
 	// +optional
 	AllowedPriorityClasses []string `json:"allowedPriorityClasses,omitempty"`
 
+	// Scheduling bounds the node selector and tolerations a claim may use in
+	// spec.scheduling.
+	// +optional
+	Scheduling SchedulingPolicy `json:"scheduling,omitempty"`
+
 	// AllowedProviderConfigs, when set, are the only ProviderConfigs of the Memcached
 	// provider a claim may place a Memcached with (its providerConfigRef or
 	// defaults.providerConfigRef), and, for the provider, the only ones an Instance may
@@ -167,4 +172,23 @@ type NetworkPolicyPolicy struct {
 	// nobody can forge); an empty list lets no claim admit other namespaces.
 	// +optional
 	AllowedNamespaceLabels []string `json:"allowedNamespaceLabels,omitempty"`
+}
+
+// SchedulingPolicy bounds the nodes a claim may place its replicas on. A toleration or a node
+// selector is how a pod reaches nodes kept for others (the control plane, a dedicated pool),
+// so by default a claim may use neither a toleration without a key, which tolerates every
+// taint, nor a node-role.kubernetes.io/ key, which names control-plane and dedicated nodes.
+type SchedulingPolicy struct {
+	// AllowedTolerationKeys, when set, are the only taint keys a claim's
+	// spec.scheduling.tolerations may name, exactly; a toleration without a key is never
+	// allowed. Unset allows any key but the node-role.kubernetes.io/ ones; an empty list lets
+	// no claim tolerate any taint.
+	// +optional
+	AllowedTolerationKeys []string `json:"allowedTolerationKeys,omitempty"`
+
+	// AllowedNodeSelectorKeys, when set, are the only label keys a claim's
+	// spec.scheduling.nodeSelector may name, exactly. Unset allows any key but the
+	// node-role.kubernetes.io/ ones; an empty list lets no claim select nodes.
+	// +optional
+	AllowedNodeSelectorKeys []string `json:"allowedNodeSelectorKeys,omitempty"`
 }

@@ -122,7 +122,12 @@ func AuthSecret(m Memcached) *corev1.Secret {
 // NetworkPolicy admits connections to memcached's port from pods of m's own namespace and of
 // the namespaces m's policy selects, and to the metrics port from the monitoring namespace
 // only. Nothing else reaches the pods: a pod selected by an Ingress policy accepts only what
-// some policy admits. It takes effect only where the network plugin enforces NetworkPolicies.
+// some policy admits. And the pods reach nothing: the policy is also of type Egress with no
+// egress rule, since memcached, the exporter and the auth proxy talk over loopback only
+// (which no NetworkPolicy filters) and need neither DNS nor the API server; otherwise the
+// exporter's /scrape?target= would make a pod, with the tenant's TLS Secret mounted,
+// connect anywhere a client of the metrics port says. It takes effect only where the
+// network plugin enforces NetworkPolicies.
 func NetworkPolicy(m Memcached) *networkingv1.NetworkPolicy {
 	tcp := ptr.To(corev1.ProtocolTCP)
 	clients := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}
@@ -146,7 +151,7 @@ func NetworkPolicy(m Memcached) *networkingv1.NetworkPolicy {
 		ObjectMeta: objectMeta(m, m.Name),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: SelectorLabels(m)},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress:     rules,
 		},
 	}

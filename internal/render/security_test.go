@@ -63,8 +63,11 @@ func TestNetworkPolicy(t *testing.T) {
 			if diff := cmp.Diff(SelectorLabels(m), np.Spec.PodSelector.MatchLabels); diff != "" {
 				t.Errorf("%s\nthe NetworkPolicy must select exactly the Memcached's pods: -want, +got:\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes); diff != "" {
+			if diff := cmp.Diff([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes); diff != "" {
 				t.Errorf("%s\npolicy types: -want, +got:\n%s", tc.reason, diff)
+			}
+			if len(np.Spec.Egress) > 0 {
+				t.Errorf("%s\negress rules %+v, want none: the pods talk over loopback only, and a rule would let the exporter's /scrape?target= connect out", tc.reason, np.Spec.Egress)
 			}
 		})
 	}

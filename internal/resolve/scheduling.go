@@ -13,10 +13,15 @@ import (
 	"github.com/example/function-memcached/internal/render"
 )
 
+// NodeRolePrefix begins the label and taint keys that mark control-plane and dedicated nodes
+// (node-role.kubernetes.io/control-plane): without the platform's policy.scheduling naming
+// one, a claim may neither select nor tolerate them.
+const NodeRolePrefix = "node-role.kubernetes.io/"
+
 // scheduling resolves the node selector, tolerations and priority class of sc into m,
 // checking each the way the API server would (so that a bad one is reported on the claim
-// rather than failing the Deployment's apply) and the priority class against the platform's
-// policy.
+// rather than failing the Deployment's apply), and the keys and the priority class against
+// the platform's policy: a tenant's pods must not reach nodes kept for others.
 func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached, s Settings) field.ErrorList {
 	if sc == nil || (len(sc.NodeSelector) == 0 && len(sc.Tolerations) == 0 && sc.PriorityClassName == "") {
 		return nil
@@ -29,10 +34,20 @@ func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached
 			errs = append(errs, field.Invalid(kp, k, "must be a label key: "+strings.Join(msgs, "; ")))
 		} else if msgs := validation.IsValidLabelValue(sc.NodeSelector[k]); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(kp, sc.NodeSelector[k], "must be a label value: "+strings.Join(msgs, "; ")))
+		} else if err := allowedKey(kp, k, s.AllowedNodeSelectorKeys, "policy.scheduling.allowedNodeSelectorKeys"); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for i, t := range sc.Tolerations {
-		errs = append(errs, toleration(p.Child("tolerations").Index(i), t)...)
+		tp := p.Child("tolerations").Index(i)
+		errs = append(errs, toleration(tp, t)...)
+		// A key that is not one is already reported as such.
+		if (t.Key == "" && t.Operator != corev1.TolerationOpExists) || (t.Key != "" && len(validation.IsQualifiedName(t.Key)) > 0) {
+			continue
+		}
+		if err := allowedKey(tp.Child("key"), t.Key, s.AllowedTolerationKeys, "policy.scheduling.allowedTolerationKeys"); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if pc := sc.PriorityClassName; pc != "" {
 		pp := p.Child("priorityClassName")
@@ -60,6 +75,26 @@ func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached
 		for i := range sc.Tolerations {
 			sc.Tolerations[i].DeepCopyInto(&m.Scheduling.Tolerations[i])
 		}
+	}
+	return nil
+}
+
+// allowedKey checks a node selector's or a toleration's key against the platform's list of
+// allowed keys (policy names it): when the platform gave none, any key is allowed but the
+// node-role.kubernetes.io/ ones, and a toleration without a key (operator Exists), which
+// tolerates every taint, never is.
+func allowedKey(p *field.Path, key string, allowed []string, policy string) *field.Error {
+	switch {
+	case allowed != nil && slices.Contains(allowed, key):
+		return nil
+	case len(allowed) > 0:
+		return field.Invalid(p, key, "must be one of "+strings.Join(allowed, ", ")+" ("+policy+")")
+	case allowed != nil:
+		return field.Invalid(p, key, "must not be set: "+policy+" allows no key")
+	case key == "":
+		return field.Invalid(p, key, "must be set: a toleration without a key tolerates every taint, the control plane's and dedicated nodes' too ("+policy+" may name the keys claims may tolerate)")
+	case strings.HasPrefix(key, NodeRolePrefix):
+		return field.Invalid(p, key, "must not be a "+NodeRolePrefix+" key, which marks control-plane and dedicated nodes, unless "+policy+" names it")
 	}
 	return nil
 }

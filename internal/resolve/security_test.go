@@ -174,7 +174,7 @@ func TestSecurity(t *testing.T) {
 				NodeSelector: map[string]string{"bad key!": "x"},
 				Tolerations: []corev1.Toleration{
 					{Key: "dedicated", Operator: "Maybe", Effect: "Sometimes"},
-					{Operator: corev1.TolerationOpExists, Value: "x", TolerationSeconds: ptr.To[int64](30), Effect: corev1.TaintEffectNoSchedule},
+					{Key: "gpu", Operator: corev1.TolerationOpExists, Value: "x", TolerationSeconds: ptr.To[int64](30), Effect: corev1.TaintEffectNoSchedule},
 				},
 				PriorityClassName: "batch",
 			}},

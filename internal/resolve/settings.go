@@ -91,6 +91,10 @@ type Settings struct {
 	ServiceMonitor bool
 	// AllowedPriorityClasses, when set, are the only PriorityClasses claims may name.
 	AllowedPriorityClasses []string
+	// AllowedTolerationKeys and AllowedNodeSelectorKeys, when not nil, are the only taint
+	// and node label keys claims may name; nil allows any but the node-role.kubernetes.io/
+	// ones (and never a toleration without a key).
+	AllowedTolerationKeys, AllowedNodeSelectorKeys []string
 }
 
 // NewSettings applies defaults to the Input (nil means no Input) and checks it. An error
@@ -116,6 +120,9 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		MonitoringNamespace:    in.Metrics.MonitoringNamespace,
 		ServiceMonitor:         in.Metrics.ServiceMonitor,
 		AllowedPriorityClasses: in.Policy.AllowedPriorityClasses,
+
+		AllowedTolerationKeys:   in.Policy.Scheduling.AllowedTolerationKeys,
+		AllowedNodeSelectorKeys: in.Policy.Scheduling.AllowedNodeSelectorKeys,
 	}
 	// Built-in defaults yield to a policy that requires more; a default the platform team
 	// wrote does not, and is checked against its policy below.
@@ -209,6 +216,17 @@ func (s Settings) checkSecurity() field.ErrorList {
 		if msgs := validation.IsDNS1123Subdomain(pc); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedPriorityClasses").Index(i), pc,
 				"must be a PriorityClass name: "+strings.Join(msgs, "; ")))
+		}
+	}
+	for _, l := range []struct {
+		name string
+		keys []string
+	}{{"allowedTolerationKeys", s.AllowedTolerationKeys}, {"allowedNodeSelectorKeys", s.AllowedNodeSelectorKeys}} {
+		for i, k := range l.keys {
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				errs = append(errs, field.Invalid(field.NewPath("policy", "scheduling", l.name).Index(i), k,
+					"must be a label key: "+strings.Join(msgs, "; ")))
+			}
 		}
 	}
 	return errs

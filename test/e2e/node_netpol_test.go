@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -29,9 +30,13 @@ import (
 // the real node (kube-router's firewall, iptables and ipsets on the node's bridge): clients in
 // the claim's namespace reach memcached and clients elsewhere are refused, until the claim
 // names their namespace in spec.networkPolicy.allowedNamespaces; the metrics port admits the
-// monitoring namespace the platform's Input names, and no one else; and the claim stays
-// Available throughout, the kubelet's probes passing under enforcement. Every client is a pod
-// on the real node, as an application's would be.
+// monitoring namespace the platform's Input names, and no one else; the pods connect out to
+// nothing (the policy denies all egress): their exporter's /scrape?target= reaches no other
+// pod, for a plain claim and for one with TLS, authentication and the auth proxy, while
+// everything inside a pod still talks over loopback; and the claims stay Available
+// throughout, the kubelet's probes passing under enforcement. Every client is a pod on the
+// real node, as an application's would be, but the scrapes, which come from the host (which
+// the firewall always admits) to ask the exporter to connect out.
 func TestNodeNetworkPolicy(t *testing.T) {
 	requireNode(t)
 	t.Parallel()
@@ -80,7 +85,29 @@ func TestNodeNetworkPolicy(t *testing.T) {
 	afterReady := waitPolicyRules(t, name, pod.Status.PodIP)
 	t.Logf("claim Available and its pod Ready %.1fs after apply; kube-router's rules for the policy and the pod in place %.1fs after apply (waited %.1fs after Ready)", ready.Seconds(), time.Since(applied).Seconds(), afterReady.Seconds())
 
+	// A claim with everything a pod reads or serves, under the platform that requires
+	// authentication: TLS from a Secret of its namespace, the credentials, and metrics through
+	// the auth proxy. Its pods too must need nothing but loopback. A tenant
+	// (example/tenant-rbac.yaml, impersonated), who may create no pod, creates it: the
+	// exporter is how such a tenant would make a pod connect out.
+	requireSecuredComposition(t)
+	secured := newNodeNamespace(t, "node-netpol-secured")
+	tenant := newTenant(t, secured)
+	writeTLSSecret(t, newCA(t), secured, name+"-tls", name)
+	sc := newClaim(secured, name, 1)
+	scSpec := sc.Object["spec"].(map[string]any)
+	scSpec["compositionRef"] = map[string]any{"name": securedComposition}
+	scSpec["tls"] = map[string]any{"secretName": name + "-tls"}
+	scSpec["metrics"] = map[string]any{"enabled": true}
+	if _, err := tenant.Apply(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, claimGVK, secured, name, 1)
+	securedPod := waitPodsReady(t, secured, name, 1)[0]
+	waitPolicyRules(t, name, securedPod.Status.PodIP)
+
 	stop := watchAvailable(ns, name)
+	stopSecured := watchAvailable(secured, name)
 
 	cache := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(render.Port))
 	metrics := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(render.MetricsPort))
@@ -145,18 +172,81 @@ func TestNodeNetworkPolicy(t *testing.T) {
 		runReach(t, []reachCheck{{what: "a namespace the claim does not allow → memcached", ns: stranger, proto: "memcached", addr: cache}})
 	})
 
-	t.Run("the claim stays Available under enforcement, its pod Ready and never restarted", func(t *testing.T) {
-		if gaps := stop(); len(gaps) > 0 {
-			t.Errorf("the claim was not Available at times: %s", strings.Join(gaps, "; "))
+	t.Run("a memcached pod connects to nothing outside itself: its exporter's /scrape reaches no other pod", func(t *testing.T) {
+		// The attack: the exporter's /scrape?target= makes the pod connect wherever a client
+		// of the metrics port says, from the pod's network position, with the tenant's TLS
+		// Secret mounted beside it. The target is a memcached that no NetworkPolicy selects
+		// and that no kubelet probes, so that every connection it ever accepted is one of
+		// ours or the exporter's: its total_connections tells whether anything arrived.
+		target := net.JoinHostPort(startEgressTarget(t, stranger), strconv.Itoa(render.Port))
+		for _, c := range []struct {
+			what, exporter string
+			// loopback also scrapes the pod's own memcached at 127.0.0.1 through /scrape,
+			// which only a memcached without TLS and authentication answers.
+			loopback bool
+		}{
+			{what: "the claim's exporter", exporter: "http://" + metrics, loopback: true},
+			{what: "the exporter of the claim with TLS and authentication", exporter: "http://" + net.JoinHostPort(securedPod.Status.PodIP, strconv.Itoa(render.MetricsPort))},
+		} {
+			// What the exporter needs, loopback, still works: its own memcached (through the
+			// auth proxy when authentication is on).
+			urls := []string{c.exporter + "/metrics"}
+			if c.loopback {
+				urls = append(urls, c.exporter+"/scrape?target="+net.JoinHostPort("127.0.0.1", strconv.Itoa(render.Port)))
+			}
+			for _, u := range urls {
+				m, err := scrape(ctx, u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m["memcached_up"] != 1 {
+					t.Fatalf("%s: GET %s: memcached_up %v, want 1: the pod's own memcached over loopback", c.what, u, m["memcached_up"])
+				}
+			}
+			const attempts = 3
+			before := stat(t, target, "total_connections")
+			start := time.Now()
+			failed := false
+			for i := range attempts {
+				u := c.exporter + "/scrape?target=" + target
+				m, err := scrape(ctx, u)
+				if err != nil {
+					t.Fatalf("%s: attempt %d: %v", c.what, i+1, err)
+				}
+				if m["memcached_up"] != 0 {
+					failed = true
+					t.Errorf("%s: GET %s: memcached_up %v, want 0: the pod connected out to another pod and read its stats", c.what, u, m["memcached_up"])
+				}
+			}
+			took := time.Since(start)
+			// Our own stats connection is the one more it counts now.
+			if arrived := stat(t, target, "total_connections") - before - 1; arrived != 0 {
+				failed = true
+				t.Errorf("%s: the target accepted %d connections during %d scrapes, want 0", c.what, arrived, attempts)
+			}
+			if !failed {
+				t.Logf("%s: %d scrapes of %s, memcached_up 0 each and no connection arrived at the target, all in %s (the firewall refuses at once); its own memcached over loopback: memcached_up 1", c.what, attempts, target, took.Round(time.Millisecond))
+			}
 		}
-		waitAvailable(t, claimGVK, ns, name, 1)
-		got, err := env.Kube.Typed.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range got.Status.ContainerStatuses {
-			if s.RestartCount != 0 || !s.Ready {
-				t.Errorf("container %s: restarts %d ready %v, want 0 and true (its probes fail under the policy?)", s.Name, s.RestartCount, s.Ready)
+	})
+
+	t.Run("the claims stay Available under enforcement, their pods Ready and never restarted", func(t *testing.T) {
+		for _, c := range []struct {
+			ns, pod string
+			stop    func() []string
+		}{{ns, pod.Name, stop}, {secured, securedPod.Name, stopSecured}} {
+			if gaps := c.stop(); len(gaps) > 0 {
+				t.Errorf("claim %s/%s was not Available at times: %s", c.ns, name, strings.Join(gaps, "; "))
+			}
+			waitAvailable(t, claimGVK, c.ns, name, 1)
+			got, err := env.Kube.Typed.CoreV1().Pods(c.ns).Get(ctx, c.pod, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range got.Status.ContainerStatuses {
+				if s.RestartCount != 0 || !s.Ready {
+					t.Errorf("pod %s/%s, container %s: restarts %d ready %v, want 0 and true (its probes fail under the policy, or it needs to connect out?)", c.ns, c.pod, s.Name, s.RestartCount, s.Ready)
+				}
 			}
 		}
 	})
@@ -252,4 +342,61 @@ func waitRunning(t *testing.T, namespace, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startEgressTarget starts, in namespace, a memcached pod that no NetworkPolicy selects and no
+// probe connects to, waits until the host reaches it, and returns its address.
+func startEgressTarget(t *testing.T, namespace string) string {
+	t.Helper()
+	ctx := context.Background()
+	pods := env.Kube.Typed.CoreV1().Pods(namespace)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "egress-target-", Labels: map[string]string{"app.kubernetes.io/name": "egress-target"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			AutomountServiceAccountToken:  ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](render.UID),
+				RunAsGroup:     ptr.To[int64](render.UID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:    "memcached",
+				Image:   env.Images.Memcached,
+				Command: []string{"memcached"},
+				Args:    []string{"--memory-limit=16"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(errors.Wrap(err, "cannot create the target pod"))
+	}
+	t.Cleanup(func() {
+		_ = pods.Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	waitRunning(t, namespace, created.Name)
+	var ip string
+	err = kube.Wait(ctx, defaultTimeout, "the target memcached "+namespace+"/"+created.Name+" answering", func(ctx context.Context) error {
+		got, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.Status.PodIP == "" {
+			return errors.New("no pod IP yet")
+		}
+		ip = got.Status.PodIP
+		_, err = memcachedStats(net.JoinHostPort(ip, strconv.Itoa(render.Port)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
