@@ -31,6 +31,7 @@ import (
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/clients/cluster"
 	memcached "github.com/example/function-memcached/internal/controller"
+	"github.com/example/function-memcached/internal/controller/instance"
 )
 
 // cli holds the flags Crossplane providers conventionally take. Crossplane's package
@@ -45,6 +46,7 @@ type cli struct {
 	MaxReconcileRate        int           `help:"The most reconciles per second, across all controllers; also the number of concurrent reconciles." default:"10"`
 	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
 	Profile                 string        `help:"Serve runtime profiling data (pprof) at /debug/pprof on this address, e.g. 127.0.0.1:6060; empty serves none." placeholder:"host:port"`
+	AllowBuiltinPolicy      bool          `help:"Let Instances use the built-in policy (any registry, any ProviderConfig) when no Composition is labelled memcached.example.com/instance-policy=true. Without it such Instances are refused." env:"ALLOW_BUILTIN_POLICY"`
 }
 
 // Validate rejects flag values that would stall the controllers rather than run them.
@@ -92,7 +94,7 @@ func (c *cli) Run() error {
 		MaxConcurrentReconciles: c.MaxReconcileRate,
 		PollInterval:            c.Poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(c.MaxReconcileRate),
-		Features:                &feature.Flags{},
+		Features:                c.features(),
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: c.PollStateMetric,
 			MRMetrics:               mrMetrics,
@@ -102,8 +104,17 @@ func (c *cli) Run() error {
 	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
-	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate)
+	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
+}
+
+// features are the controllers' feature flags the provider's flags enable.
+func (c *cli) features() *feature.Flags {
+	f := &feature.Flags{}
+	if c.AllowBuiltinPolicy {
+		f.Enable(instance.FeatureBuiltinPolicy)
+	}
+	return f
 }
 
 // newScheme knows the provider's kinds and the built-in ones it reads and writes in the

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/controller/instance"
 )
 
 func TestFlags(t *testing.T) {
@@ -36,6 +37,11 @@ func TestFlags(t *testing.T) {
 				PollStateMetric: 5 * time.Second, MaxReconcileRate: 50, MetricsBindAddress: ":9090", Profile: "127.0.0.1:6060",
 			}},
 		},
+		"AllowBuiltinPolicy": {
+			reason: "Instances get the built-in policy without a labelled Composition only when the operator says so.",
+			args:   []string{"--allow-builtin-policy"},
+			want:   want{cli: func() cli { c := defaults; c.AllowBuiltinPolicy = true; return c }()},
+		},
 		"ZeroRate": {
 			reason: "A reconcile rate of zero would stall every controller.",
 			args:   []string{"--max-reconcile-rate=0"},
@@ -50,7 +56,7 @@ func TestFlags(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			// Crossplane sets these in a provider's pod; the test wants the flags alone.
-			for _, env := range []string{"POD_NAMESPACE", "LEADER_ELECTION"} {
+			for _, env := range []string{"POD_NAMESPACE", "LEADER_ELECTION", "ALLOW_BUILTIN_POLICY"} {
 				t.Setenv(env, "")
 				os.Unsetenv(env)
 			}
@@ -68,6 +74,15 @@ func TestFlags(t *testing.T) {
 				t.Errorf("\n%s\nParse(%v): -want, +got:\n%s", tc.reason, tc.args, diff)
 			}
 		})
+	}
+}
+
+func TestFeatures(t *testing.T) {
+	// The policy fails closed unless --allow-builtin-policy is given.
+	for _, allow := range []bool{false, true} {
+		if got := (&cli{AllowBuiltinPolicy: allow}).features().Enabled(instance.FeatureBuiltinPolicy); got != allow {
+			t.Errorf("--allow-builtin-policy=%v: the built-in policy feature is enabled: %v", allow, got)
+		}
 	}
 }
 

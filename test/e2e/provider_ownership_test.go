@@ -17,15 +17,19 @@ import (
 
 // The provider never touches what it did not create. An Instance named like an application
 // that already runs in the target namespace reports a conflict naming the application's
-// Deployment, and neither changes it nor deletes it with the Instance; adoption takes over an
-// unlabelled Deployment only when the Instance asks for it; and what an earlier provider made
-// (one field manager for every Instance, no label) migrates to the Instance's own field
-// manager and label, keeping the same objects.
+// Deployment (and, under a config that does not allow adoption, which is the default, says
+// so), and neither changes it nor deletes it with the Instance; adoption takes over an
+// unlabelled Deployment only when the Instance asks for it and its ClusterProviderConfig
+// allows it; and what an earlier provider made (one field manager for every Instance, no
+// label) migrates to the Instance's own field manager and label, keeping the same objects.
 func TestProviderOwnership(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, _ := workloads(t)
 	ns := team(t, "owner", a)
+	adoptable := "adoptable-" + suffix()
+	apply(t, clusterProviderConfig(adoptable, a.Config, map[string]any{"adoption": "Allowed"}))
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", adoptable) })
 
 	t.Run("an application under the Instance's name is a conflict, and is left alone", func(t *testing.T) {
 		app := appDeployment(t, a.Kube, ns, "shop", 2)
@@ -34,7 +38,7 @@ func TestProviderOwnership(t *testing.T) {
 			if err := refused("Deployment " + ns + "/shop exists and is not this Instance's: it has no label " + labelInstanceUID)(i); err != nil {
 				return err
 			}
-			return unavailable("Conflict", "set spec.adoptionPolicy: Adopt to take it over")(i)
+			return unavailable("Conflict", "ClusterProviderConfig "+a.Config+" does not allow adoption (its spec.adoption is not Allowed)")(i)
 		})
 		wantUntouched(t, a.Kube, app)
 		if getOn(t, a.Kube, serviceGVK, ns, "shop") != nil {
@@ -47,13 +51,13 @@ func TestProviderOwnership(t *testing.T) {
 		wantUntouched(t, a.Kube, app)
 	})
 
-	t.Run("adoption takes over an unlabelled Deployment when asked", func(t *testing.T) {
+	t.Run("adoption takes over an unlabelled Deployment when asked and allowed", func(t *testing.T) {
 		// A Memcached someone ran by hand under the names (and so the selector) the
 		// Instance renders: without adoption a conflict, with it the Instance's.
 		const name = "by-hand"
 		before := handMade(t, a.Kube, ns, name, "kubectl")
-		apply(t, newInstance(ns, name, a.Config, 1, nil, nil))
-		waitInstance(t, ns, name, "a conflict", refused("Deployment "+ns+"/"+name+" exists and is not this Instance's"))
+		apply(t, newInstance(ns, name, adoptable, 1, nil, nil))
+		waitInstance(t, ns, name, "a conflict", refused("Deployment "+ns+"/"+name+" exists and is not this Instance's: it has no label "+labelInstanceUID+"; set spec.adoptionPolicy: Adopt to take it over"))
 		if _, err := env.Kube.MergePatch(ctx, instanceGVK, ns, name, []byte(`{"spec":{"adoptionPolicy":"Adopt"}}`)); err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,9 @@ var compositionGVK = schema.GroupVersionKind{Group: "apiextensions.crossplane.io
 // Composition labelled memcached.example.com/instance-policy=true (the example Composition):
 // an image from a registry the Input does not allow is refused naming the Input's field, and a
 // policy.allowedProviderConfigs added to that Input refuses an Instance and a claim naming
-// another ClusterProviderConfig alike.
+// another ClusterProviderConfig alike. The policy fails closed: a second labelled Composition
+// (even with the same Input) refuses Instances naming both, and without a labelled one they
+// are refused too.
 //
 // Not parallel: it changes the example Composition, which every claim uses, for a while.
 func TestProviderPolicy(t *testing.T) {
@@ -72,5 +74,30 @@ func TestProviderPolicy(t *testing.T) {
 	})
 	if getOn(t, a.Kube, deploymentGVK, ns, "claimed") != nil || exists(t, instanceGVK, ns, "claimed") {
 		t.Error("a claim the policy refuses was placed anyway")
+	}
+
+	// A second labelled Composition, with the very same Input: Instances are refused, naming
+	// both, rather than obeying whichever the provider read.
+	twin := restricted.DeepCopy()
+	twin.SetName("a-twin-" + suffix())
+	apply(t, twin)
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()) })
+	apply(t, newInstance(ns, "twice", b.Config, 1, nil, nil))
+	waitInstance(t, ns, "twice", "refused naming both Compositions", refused(
+		"Compositions "+twin.GetName()+" and "+objs[0].GetName()+" are both labelled memcached.example.com/instance-policy=true, so Instances are refused"))
+	if err := env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()); err != nil {
+		t.Fatal(err)
+	}
+	waitInstance(t, ns, "twice", "Available once one Composition is labelled", instanceAvailable(1))
+
+	// No labelled Composition: the policy fails closed (the suite runs the provider without
+	// --allow-builtin-policy), rather than allowing any registry and any ProviderConfig.
+	if _, err := env.Kube.MergePatch(ctx, compositionGVK, "", objs[0].GetName(), []byte(`{"metadata":{"labels":{"memcached.example.com/instance-policy":null}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, newInstance(ns, "unlabelled", b.Config, 1, map[string]any{"image": "quay.io/memcached/memcached:1.6"}, nil))
+	waitInstance(t, ns, "unlabelled", "refused without a policy", refused("no Composition is labelled memcached.example.com/instance-policy=true, so Instances have no policy and are refused"))
+	if getOn(t, b.Kube, deploymentGVK, ns, "unlabelled") != nil {
+		t.Error("an Instance without a policy was placed anyway")
 	}
 }

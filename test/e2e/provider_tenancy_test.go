@@ -4,11 +4,17 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 // Two teams sharing a workload cluster never reach each other's objects. By default each
@@ -92,8 +98,22 @@ func TestProviderTenancy(t *testing.T) {
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"memcached.example.com/workload-a": "allowed"}},
 		}))
 		t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config) })
-		apply(t, newInstance(ns, "sessions", config, 1, nil, nil))
-		waitInstance(t, ns, "sessions", "refused", refused(`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/`+config+`": may not be used from namespace `+ns+`: its namespaceSelector does not select it`))
+		tenant := newTenant(t, ns)
+		applyAsTenant(t, tenant, newInstance(ns, "sessions", config, 1, nil, nil))
+		waitInstance(t, ns, "sessions", "refused", func(i instance) error {
+			// Not allowed, and no more: nothing of the config's credentials (Secret
+			// crossplane-system/workload-a, the workload cluster's address) reaches the tenant.
+			if err := refused(`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/` + config + `": is not allowed from namespace ` + ns)(i); err != nil {
+				return err
+			}
+			if strings.Contains(i.SyncedMessage+i.Message, a.Config) || strings.Contains(i.SyncedMessage+i.Message, a.APIServer.URL) {
+				return errors.Errorf("want no mention of Secret %s or %s", a.Config, a.APIServer.URL)
+			}
+			return nil
+		})
+		if u := usagesOf(t, tenant, ns); len(u) != 0 {
+			t.Errorf("a refused Instance recorded ProviderConfigUsages %v; want none, so that the platform may delete a config the namespace may not use", u)
+		}
 		if getOn(t, a.Kube, deploymentGVK, ns, "sessions") != nil {
 			t.Error("a Deployment was created for an Instance its config does not serve")
 		}
@@ -101,6 +121,9 @@ func TestProviderTenancy(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitInstance(t, ns, "sessions", "Available once the namespace is selected", instanceAvailable(1))
+		if u := usagesOf(t, tenant, ns); len(u) != 1 || u[0] != "ClusterProviderConfig/"+config {
+			t.Errorf("ProviderConfigUsages of the admitted Instance: %v; want one of ClusterProviderConfig/%s", u, config)
+		}
 	})
 
 	t.Run("the control plane's own namespaces are not reachable through InjectedIdentity", func(t *testing.T) {
@@ -164,4 +187,25 @@ users:
 			t.Error("no Deployment careful in the workload cluster")
 		}
 	})
+}
+
+// usagesOf lists, as c sees them, the configs ("<kind>/<name>") the ProviderConfigUsages of
+// namespace ns name.
+func usagesOf(t *testing.T, c *kube.Client, ns string) []string {
+	t.Helper()
+	r, err := c.Resource(schema.GroupVersionKind{Group: "memcached.example.com", Version: "v1alpha1", Kind: "ProviderConfigUsage"}, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, u := range l.Items {
+		kind, _, _ := unstructured.NestedString(u.Object, "providerConfigRef", "kind")
+		name, _, _ := unstructured.NestedString(u.Object, "providerConfigRef", "name")
+		out = append(out, kind+"/"+name)
+	}
+	return out
 }

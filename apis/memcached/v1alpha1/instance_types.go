@@ -30,9 +30,10 @@ const (
 
 // InstanceParameters are the desired state of a Memcached in the target cluster: where it
 // runs, and the same fields a claim has. Defaults and limits are the platform's policy: the
-// function Input of the Composition labelled memcached.example.com/instance-policy=true, or
-// the built-in one without such a Composition (see package resolve). A spec that breaks it
-// is reported on the Instance and changes nothing in the target cluster.
+// function Input of the Composition labelled memcached.example.com/instance-policy=true
+// (see package resolve); without exactly one such Composition Instances are refused, unless
+// the provider runs with --allow-builtin-policy. A spec that breaks it is reported on the
+// Instance and changes nothing in the target cluster.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="name is immutable: changing it would orphan the running Memcached"
 // +kubebuilder:validation:XValidation:rule="has(self.__namespace__) == has(oldSelf.__namespace__) && (!has(self.__namespace__) || self.__namespace__ == oldSelf.__namespace__)",message="namespace is immutable: changing it would orphan the running Memcached"
@@ -86,8 +87,9 @@ const (
 	// AdoptionPolicyNever reports an object under the Instance's names that is not its own
 	// as a conflict and leaves it alone.
 	AdoptionPolicyNever AdoptionPolicy = "Never"
-	// AdoptionPolicyAdopt takes such an object over: labels it as the Instance's, applies
-	// over it, and deletes it with the Instance.
+	// AdoptionPolicyAdopt takes such an object over, when the Instance's config allows
+	// adoption and no live Instance owns it: labels it as the Instance's, applies over it,
+	// and deletes it with the Instance.
 	AdoptionPolicyAdopt AdoptionPolicy = "Adopt"
 )
 
@@ -110,8 +112,11 @@ type InstanceSpec struct {
 	// under the Instance's names already exists in the target namespace and is not the
 	// Instance's own (it lacks the label memcached.example.com/instance-uid with this
 	// Instance's UID). Never, the default, reports a conflict on the Instance (Synced=False,
-	// naming the object) and leaves the object alone. Adopt takes it over: the provider
-	// labels it as this Instance's, applies over it and deletes it with the Instance.
+	// naming the object) and leaves the object alone. Adopt takes it over when the
+	// Instance's (Cluster)ProviderConfig allows adoption (its spec.adoption: Allowed) and
+	// the object belongs to no live Instance: the provider labels it as this Instance's,
+	// applies over it and deletes it with the Instance. An object labelled with another
+	// live Instance's UID is never adopted: it stays a conflict.
 	// +kubebuilder:validation:Enum=Never;Adopt
 	// +optional
 	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`

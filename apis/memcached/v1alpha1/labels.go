@@ -16,7 +16,9 @@ const (
 
 	// LabelInstancePolicy marks the Composition whose function-memcached Input is the
 	// policy (defaults and limits) of Instances created directly, so that they obey what
-	// claims obey. Set it to "true" on one Composition; without one, Instances get the
-	// built-in policy, as claims do under a Composition without an Input.
+	// claims obey. Set it to "true" on exactly one Composition: without one Instances are
+	// refused (unless the provider runs with --allow-builtin-policy, which gives them the
+	// built-in policy, as claims get under a Composition without an Input), and with two
+	// or more they are refused naming them.
 	LabelInstancePolicy = Group + "/instance-policy"
 )

@@ -40,10 +40,35 @@ type ClusterProviderCredentials struct {
 	SecretRef *xpv2.SecretKeySelector `json:"secretRef,omitempty"`
 }
 
+// Adoption says whether Instances using a config may take over objects under their names
+// that are not theirs.
+type Adoption string
+
+// Adoption rules.
+const (
+	// AdoptionForbidden, the default: an Instance never takes over an object that is not
+	// its own, whatever its spec.adoptionPolicy; such an object is a conflict.
+	AdoptionForbidden Adoption = "Forbidden"
+	// AdoptionAllowed lets an Instance whose spec.adoptionPolicy is Adopt take over an
+	// object under its names that belongs to no live Instance: one without the label
+	// memcached.example.com/instance-uid, or labelled by an Instance that no longer exists.
+	AdoptionAllowed Adoption = "Allowed"
+)
+
 // ProviderConfigSpec is the desired state of a ProviderConfig.
 type ProviderConfigSpec struct {
 	// Credentials to reach the target cluster with.
 	Credentials ProviderCredentials `json:"credentials"`
+
+	// Adoption says whether Instances using this config may take over (with
+	// spec.adoptionPolicy: Adopt) objects under their names in the cluster these
+	// credentials reach that belong to no live Instance: unlabelled ones, or ones an Instance
+	// that no longer exists made. Forbidden, the default, reports them as conflicts. An
+	// object labelled with a live Instance's UID is never adopted.
+	// +kubebuilder:validation:Enum=Forbidden;Allowed
+	// +kubebuilder:default=Forbidden
+	// +optional
+	Adoption Adoption `json:"adoption,omitempty"`
 }
 
 // ClusterProviderConfigSpec is the desired state of a ClusterProviderConfig: how to reach the
@@ -64,6 +89,17 @@ type ClusterProviderConfigSpec struct {
 	// objects.
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
+
+	// Adoption says whether Instances using this config may take over (with
+	// spec.adoptionPolicy: Adopt) objects under their names that belong to no live
+	// Instance: unlabelled ones (an application, a Memcached run by hand), or ones an
+	// Instance that no longer exists made. It is the platform's decision, since those objects
+	// may be anyone's that the config's credentials reach: Forbidden, the default, reports
+	// them as conflicts. An object labelled with a live Instance's UID is never adopted.
+	// +kubebuilder:validation:Enum=Forbidden;Allowed
+	// +kubebuilder:default=Forbidden
+	// +optional
+	Adoption Adoption `json:"adoption,omitempty"`
 }
 
 // Placement says which namespaces of the target cluster Instances may place objects in.

@@ -67,6 +67,9 @@ type Config struct {
 	NamespaceSelector *metav1.LabelSelector
 	// Placement says where in the target cluster they may place objects.
 	Placement v1alpha1.Placement
+	// Adoption says whether Instances using the config may take over objects no live
+	// Instance owns.
+	Adoption v1alpha1.Adoption
 }
 
 // ConfigFor reads the (Cluster)ProviderConfig that ref names. A namespaced ProviderConfig is
@@ -90,7 +93,7 @@ func ConfigFor(ctx context.Context, c client.Reader, namespace string, ref *xpv2
 			// The CRD forbids it; a ProviderConfig written around the schema is refused too.
 			return Config{}, errors.Errorf("ProviderConfig %s/%s: source InjectedIdentity is only allowed in a ClusterProviderConfig", namespace, ref.Name)
 		}
-		return Config{Credentials: cr}, nil
+		return Config{Credentials: cr, Adoption: pc.Spec.Adoption}, nil
 	case v1alpha1.ClusterProviderConfigKind:
 		pc := &v1alpha1.ClusterProviderConfig{}
 		if err := c.Get(ctx, types.NamespacedName{Name: ref.Name}, pc); err != nil {
@@ -100,6 +103,7 @@ func ConfigFor(ctx context.Context, c client.Reader, namespace string, ref *xpv2
 			Credentials:       Credentials{Source: pc.Spec.Credentials.Source, SecretRef: pc.Spec.Credentials.SecretRef},
 			NamespaceSelector: pc.Spec.NamespaceSelector,
 			Placement:         pc.Spec.Placement,
+			Adoption:          pc.Spec.Adoption,
 		}, nil
 	default:
 		return Config{}, errors.Errorf("spec.providerConfigRef.kind %q is not supported: use %s or %s", ref.Kind, v1alpha1.ProviderConfigKind, v1alpha1.ClusterProviderConfigKind)

@@ -43,8 +43,11 @@ type External struct {
 	// Settings are the defaults and limits the Instance is resolved with.
 	Settings resolve.Settings
 	// Refused says why the Instance may not place what it asks where it asks (its
-	// ProviderConfig, its target namespace); nothing is read or changed while it is set.
+	// ProviderConfig, its target namespace); nothing is read or changed while it is set,
+	// and a deleted Instance is let go without touching the target cluster.
 	Refused field.ErrorList
+	// Adoption is what the Instance may take over of what is not its own.
+	Adoption Adoption
 	// Recorder records events on availability transitions; nil records none.
 	Recorder event.Recorder
 	// Transitions remember what each Instance last reported, so that a transition is
@@ -90,6 +93,18 @@ func (o observed) live(kind string) client.Object {
 		return o.pdb
 	}
 	return nil
+}
+
+// set records obj as the observed object of kind.
+func (o *observed) set(kind string, obj client.Object) {
+	switch v := obj.(type) {
+	case *appsv1.Deployment:
+		o.deployment = v
+	case *corev1.Service:
+		o.service = v
+	case *policyv1.PodDisruptionBudget:
+		o.pdb = v
+	}
 }
 
 // exists reports whether any object exists.
@@ -154,6 +169,17 @@ func (e *External) Observe(ctx context.Context, cr *v1alpha1.Instance) (managed.
 // nothing of it is left, the Instance is forgotten.
 func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalObservation, error) {
 	key := targetKey(cr)
+	if len(e.Refused) > 0 {
+		// Its config no longer lets it reach the target namespace: it is let go without
+		// touching the target cluster, leaving whatever it made while it was allowed to
+		// whoever withdrew the permission.
+		if e.Target != nil {
+			e.Target.Forget(key.Namespace, instanceKey(cr))
+		}
+		e.Transitions.Forget(cr.GetUID())
+		e.Drifts.Forget(cr.GetUID())
+		return managed.ExternalObservation{}, nil
+	}
 	o, err := e.observe(ctx, cr, key, nil)
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
@@ -225,16 +251,16 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
-	if cr.Spec.AdoptionPolicy == v1alpha1.AdoptionPolicyAdopt {
-		e.observed = o
-	} else {
-		if msg := conflicts(o, need, cr); msg != "" {
-			e.report(cr, readiness.Condition{Reason: v1alpha1.ReasonConflict, Message: msg}, true)
-			cr.Status.AtProvider = atProvider(nil, m)
-			return managed.ExternalObservation{}, errors.New(msg)
-		}
-		e.observed = o.keep(cr.GetUID(), ours, legacy)
+	claimed, msg, err := e.claim(ctx, o, need, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
+	if msg != "" {
+		e.report(cr, readiness.Condition{Reason: v1alpha1.ReasonConflict, Message: msg}, true)
+		cr.Status.AtProvider = atProvider(nil, m)
+		return managed.ExternalObservation{}, errors.New(msg)
+	}
+	e.observed = claimed
 	diff, err := e.Drifts.Judge(cr, e.observed, m, func() (string, error) { return drift(e.observed, m, cr) })
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -249,16 +275,38 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 	}, nil
 }
 
-// conflicts names every object of o the Instance needs that is someone else's; empty when
-// none is.
-func conflicts(o observed, need map[string]bool, cr *v1alpha1.Instance) string {
+// claim sorts what o holds under the Instance's names. Its own objects and an earlier
+// provider's are kept; so is an object it needs that no live Instance owns, when it asks to
+// adopt (spec.adoptionPolicy: Adopt) and its config allows adoption. Any other object it
+// needs is a conflict, named in the message; objects that are not its own and that it does
+// not need are left out, so that nothing is done to them.
+func (e *External) claim(ctx context.Context, o observed, need map[string]bool, cr *v1alpha1.Instance) (observed, string, error) {
+	adopt := cr.Spec.AdoptionPolicy == v1alpha1.AdoptionPolicyAdopt
+	var out observed
 	var c []string
+	var err error
 	o.each(func(kind string, obj client.Object) {
-		if need[kind] && ownershipOf(obj, cr.GetUID()) == foreign {
-			c = append(c, conflict(kind, obj))
+		if err != nil {
+			return
 		}
+		if w := ownershipOf(obj, cr.GetUID()); w == ours || w == legacy {
+			out.set(kind, obj)
+			return
+		}
+		if !need[kind] {
+			return
+		}
+		owner, live, lerr := e.Adoption.liveOwner(ctx, obj)
+		if err = lerr; err != nil {
+			return
+		}
+		if adopt && e.Adoption.Allowed && !live {
+			out.set(kind, obj)
+			return
+		}
+		c = append(c, e.Adoption.conflict(kind, obj, owner, live, adopt))
 	})
-	return strings.Join(c, "; ")
+	return out, strings.Join(c, "; "), err
 }
 
 // targetKey is where the Instance's objects live in the target cluster.
@@ -444,6 +492,11 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance, m render.Me
 		kind := kindOf(o)
 		if live := e.observed.live(kind); live != nil {
 			u.SetUID(live.GetUID())
+			if ownershipOf(live, cr.GetUID()) == foreign {
+				// Adopted as Observe read it, or not at all: had someone (another
+				// Instance) labelled it since, the apply fails on its resourceVersion.
+				u.SetResourceVersion(live.GetResourceVersion())
+			}
 		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(cr)), client.ForceOwnership); err != nil {
 			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", kind, m.Namespace, m.Name))

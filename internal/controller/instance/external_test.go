@@ -333,6 +333,24 @@ func theirDeployment(labels map[string]string) func(*testing.T, client.Client) {
 	})
 }
 
+// othersDeployment is a Deployment the Instance team-b/sessions (otherInstance) made under
+// the Instance's names: labelled with its UID and annotated with its name.
+func othersDeployment(t *testing.T, c client.Client) {
+	t.Helper()
+	theirDeployment(map[string]string{v1alpha1.LabelInstanceUID: "other-uid"})(t, c)
+	edit("someone", func(d *appsv1.Deployment) {
+		d.Annotations = map[string]string{v1alpha1.AnnotationInstance: "team-b/sessions"}
+	})(t, c)
+}
+
+// otherInstance is the Instance team-b/sessions, UID other-uid, as the control plane holds it.
+func otherInstance() *v1alpha1.Instance {
+	return instance(func(i *v1alpha1.Instance) { i.Namespace, i.UID = "team-b", "other-uid" })
+}
+
+// adopting asks to adopt what is under the Instance's names.
+func adopting(i *v1alpha1.Instance) { i.Spec.AdoptionPolicy = v1alpha1.AdoptionPolicyAdopt }
+
 // empty is a target cluster where changes happened, and nothing else.
 func empty(changes ...func(*testing.T, client.Client)) func(*testing.T) client.Client {
 	return func(t *testing.T) client.Client {
@@ -394,12 +412,20 @@ func TestObserve(t *testing.T) {
 	}
 	invalid := "invalid spec, nothing was changed: spec.forProvider.size: Invalid value: 9: must be an integer between 1 and 3 (policy.maxSize)"
 	conflictUnlabelled := "Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; set spec.adoptionPolicy: Adopt to take it over"
+	conflictLive := "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-b/sessions (memcached.example.com/instance-uid=other-uid)"
+	conflictDead := "Deployment team-a/sessions exists and is not this Instance's: it is labelled memcached.example.com/instance-uid=other-uid, an Instance that no longer exists; set spec.adoptionPolicy: Adopt to take it over"
+	conflictForbidden := "Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; ClusterProviderConfig default does not allow adoption (its spec.adoption is not Allowed)"
 
 	type args struct {
 		kube     func(t *testing.T) client.Client
 		watchErr error
 		refused  field.ErrorList
-		cr       *v1alpha1.Instance
+		// forbidden: the config does not allow adoption.
+		forbidden bool
+		// instances are the control plane's Instances; nil takes every label for a live
+		// Instance's.
+		instances []client.Object
+		cr        *v1alpha1.Instance
 		// reported is the availability reason this process last reported for the Instance.
 		reported string
 	}
@@ -577,21 +603,87 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"ConflictOtherInstance": {
-			reason: "Another Instance's Deployment under the same names (two teams picking the same name) is a conflict naming that Instance.",
+			reason: "Another live Instance's Deployment under the same names (two teams picking the same name) is a conflict naming that Instance, and suggests nothing: it can never be adopted.",
 			args: args{
-				kube: empty(theirDeployment(map[string]string{v1alpha1.LabelInstanceUID: "other-uid"}), func(t *testing.T, c client.Client) {
-					edit("someone", func(d *appsv1.Deployment) {
-						d.Annotations = map[string]string{v1alpha1.AnnotationInstance: "team-b/sessions"}
-					})(t, c)
-				}),
-				cr: instance(),
+				kube:      empty(othersDeployment),
+				instances: []client.Object{otherInstance()},
+				cr:        instance(),
 			},
 			want: want{
-				err: "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-b/sessions (memcached.example.com/instance-uid=other-uid); set spec.adoptionPolicy: Adopt to take it over",
+				err: conflictLive,
 				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict,
-					Message: "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-b/sessions (memcached.example.com/instance-uid=other-uid); set spec.adoptionPolicy: Adopt to take it over"})...),
+					Message: conflictLive})...),
 				events:     []string{"Warning/Conflict"},
 				directGets: 2,
+			},
+		},
+		"AdoptNeverStealsFromALiveInstance": {
+			reason: "Adopt does not take over what another live Instance made (another team's Memcached in a shared namespace): a conflict naming that Instance, found by its UID whatever the annotation says, and nothing written.",
+			args: args{
+				kube: func(t *testing.T) client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					othersDeployment(t, c)
+					edit("someone", func(d *appsv1.Deployment) { delete(d.Annotations, v1alpha1.AnnotationInstance) })(t, c)
+					return interceptor.NewClient(c, readOnly(t))
+				},
+				instances: []client.Object{otherInstance()},
+				cr:        instance(adopting),
+			},
+			want: want{
+				err: conflictLive,
+				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict,
+					Message: conflictLive})...),
+				events:     []string{"Warning/Conflict"},
+				directGets: 2,
+			},
+		},
+		"ConflictDeletedInstance": {
+			reason: "What an Instance that no longer exists left is nobody's: a conflict that says so, and how to take it over.",
+			args: args{
+				kube:      empty(othersDeployment),
+				instances: []client.Object{},
+				cr:        instance(),
+			},
+			want: want{
+				err: conflictDead,
+				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict,
+					Message: conflictDead})...),
+				events:     []string{"Warning/Conflict"},
+				directGets: 2,
+			},
+		},
+		"AdoptDeletedInstances": {
+			reason: "With Adopt, what an Instance that no longer exists left is taken over, like an unlabelled object.",
+			args: args{
+				kube:      empty(othersDeployment),
+				instances: []client.Object{},
+				cr:        instance(adopting),
+			},
+			want: want{
+				o:    managed.ExternalObservation{ResourceExists: true, ConnectionDetails: details},
+				diff: []string{"Deployment team-a/sessions: is adopted (spec.adoptionPolicy: Adopt)", "Service team-a/sessions: does not exist"},
+				status: status(v1alpha1.InstanceObservation{MemcachedStatus: cachev1alpha1.MemcachedStatus{Endpoint: endpoint, Selector: selector}, Size: ptr.To[int32](5), Image: "memcached:1.5"},
+					conditions(readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"})...),
+				directGets: 2,
+			},
+		},
+		"AdoptForbiddenByConfig": {
+			reason: "Whether unlabelled objects may be adopted is the config's decision, not the Instance's: without its spec.adoption: Allowed, Adopt is a conflict naming the config.",
+			args: args{
+				kube: func(t *testing.T) client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					theirDeployment(nil)(t, c)
+					return interceptor.NewClient(c, readOnly(t))
+				},
+				forbidden: true,
+				cr:        instance(adopting),
+			},
+			want: want{
+				err: conflictForbidden,
+				status: status(atProvider(0, 0), conditions(readiness.Condition{Reason: v1alpha1.ReasonConflict,
+					Message: conflictForbidden})...),
+				events:     []string{"Warning/Conflict"},
+				directGets: 3,
 			},
 		},
 		"Adopt": {
@@ -748,7 +840,10 @@ func TestObserve(t *testing.T) {
 			tg := newTarget(tc.args.kube(t))
 			tg.watchErr = tc.args.watchErr
 			rec := &recorder{}
-			e := &External{Target: tg, Settings: settings(t), Refused: tc.args.refused, Recorder: rec}
+			e := &External{Target: tg, Settings: settings(t), Refused: tc.args.refused, Recorder: rec, Adoption: Adoption{Allowed: !tc.args.forbidden, Config: "ClusterProviderConfig default"}}
+			if tc.args.instances != nil {
+				e.Adoption.Instances = controlPlane(t, tc.args.instances...)
+			}
 			if tc.args.reported != "" {
 				e.Transitions = NewTransitions()
 				e.Transitions.Changed(tc.args.cr.GetUID(), readiness.State{}, readiness.StateOf(tc.args.reported, ""))
@@ -986,6 +1081,21 @@ func TestCreateAndUpdate(t *testing.T) {
 			},
 			want: want{details: details, applies: everything, live: ours},
 		},
+		"AdoptLeavesAnotherInstancesPDB": {
+			reason: "Adopting an unlabelled Deployment takes only what the Instance needs: a live Instance's PodDisruptionBudget under its names is not pruned as if it were the Instance's.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					c := targetCluster(interceptor.Funcs{})
+					theirDeployment(nil)(t, c)
+					someone(map[string]string{v1alpha1.LabelInstanceUID: "other-uid"}, func(p *policyv1.PodDisruptionBudget) {
+						p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+					})(t, c)
+					return with(c, funcs)
+				},
+				cr: instance(size(1), adopting), observe: true,
+			},
+			want: want{details: details, applies: noPDB, live: live{Replicas: 1, Image: image, Service: true, Ours: true, PDB: true, ForeignPDB: true}},
+		},
 		"InvalidSpec": {
 			reason: "Create and Update refuse an invalid spec on their own, applying nothing.",
 			args:   args{kube: fresh, cr: instance(size(9))},
@@ -1007,7 +1117,7 @@ func TestCreateAndUpdate(t *testing.T) {
 			t.Run(name+"/"+op, func(t *testing.T) {
 				var calls []applyCall
 				c := tc.args.kube(t, recordApplies(&calls))
-				e := &External{Target: newTarget(c), Settings: settings(t)}
+				e := &External{Target: newTarget(c), Settings: settings(t), Adoption: Adoption{Allowed: true, Config: "ClusterProviderConfig default"}}
 				cr := tc.args.cr.DeepCopy()
 				if tc.args.observe {
 					if _, err := e.Observe(ctx, cr); err != nil {
@@ -1084,9 +1194,9 @@ func TestTwoInstancesNeverShareFields(t *testing.T) {
 	other := instance(func(i *v1alpha1.Instance) { i.Namespace, i.UID = "team-b", "other-uid" })
 	e := &External{Target: newTarget(c), Settings: settings(t)}
 	_, err := e.Observe(context.Background(), other)
-	want := "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over; " +
-		"Service team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over; " +
-		"PodDisruptionBudget team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); set spec.adoptionPolicy: Adopt to take it over"
+	want := "Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); " +
+		"Service team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid); " +
+		"PodDisruptionBudget team-a/sessions exists and is not this Instance's: it belongs to Instance platform/sessions (memcached.example.com/instance-uid=0c4b6a0e-uid)"
 	if diff := cmp.Diff(want, errString(err)); diff != "" {
 		t.Errorf("Observe(...) of the second Instance: -want error, +got:\n%s", diff)
 	}

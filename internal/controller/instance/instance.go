@@ -27,6 +27,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -67,6 +69,12 @@ const (
 	// namespaces in the control plane, which never fill when the provider may not read them.
 	controlPlaneTimeout = 10 * time.Second
 )
+
+// FeatureBuiltinPolicy, enabled by the provider's --allow-builtin-policy, lets Instances use
+// the built-in policy (any registry, any ProviderConfig) when no Composition is labelled
+// memcached.example.com/instance-policy=true. Without it they are refused: the policy
+// fails closed.
+const FeatureBuiltinPolicy feature.Flag = "AllowBuiltinPolicy"
 
 // Setup adds the Instance controller to mgr. namespace is the provider's own namespace in the
 // control plane.
@@ -104,7 +112,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 			return c, nil
 		},
 		Drop:        clusters.Drop,
-		Policy:      &Policy{Kube: mgr.GetCache()},
+		Policy:      &Policy{Kube: mgr.GetCache(), Builtin: o.Features.Enabled(FeatureBuiltinPolicy)},
 		Tenancy:     Tenancy{Metadata: mgr.GetCache(), ControlPlaneNamespaces: []string{namespace}},
 		Recorder:    recorder,
 		Transitions: NewTransitions(),
@@ -260,8 +268,8 @@ type Connector struct {
 	Kube client.Client
 	// Metadata reads Secrets' versions, from a cache of their metadata.
 	Metadata client.Reader
-	// Usage records that an Instance uses its ProviderConfig, before the config is read, so
-	// that a config in use cannot be deleted.
+	// Usage records that an Instance uses its ProviderConfig, once it is allowed to and
+	// before the config's credentials are read, so that a config in use cannot be deleted.
 	Usage resource.ModernTracker
 	// Identity is the provider's own configuration, for InjectedIdentity.
 	Identity *rest.Config
@@ -282,19 +290,20 @@ type Connector struct {
 	Drifts *Drifts
 }
 
-// Connect tracks the Instance's use of its ProviderConfig, reads the config and returns an
-// external client of the target cluster, through the connection shared by every Instance of
-// that config. It contacts the target cluster only to make a new connection's first watches
-// of the Instance's namespace (in Observe). When the provider cannot connect, the Instance's
-// Available condition says so.
+// Connect reads the Instance's ProviderConfig and the platform's policy, decides whether
+// the Instance may use that config to place its objects where it asks, and only then
+// records the use and returns an external client of the target cluster, through the
+// connection shared by every Instance of that config. An Instance that is refused reads
+// nothing of the config's credentials and reaches nothing: it learns that it is not allowed,
+// never the config's Secret or the cluster it reaches, and leaves no usage behind that would
+// keep the platform from deleting a config it may not use. It contacts the target cluster
+// only to make a new connection's first watches of the Instance's namespace (in Observe).
+// When the provider cannot connect, the Instance's Available condition says so.
 func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed.TypedExternalClient[*v1alpha1.Instance], error) {
 	if cr.GroupVersionKind().Empty() {
 		// The usage records the Instance's kind, which a typed object read from an API
 		// client that strips type metadata lacks.
 		cr.SetGroupVersionKind(v1alpha1.InstanceGroupVersionKind)
-	}
-	if err := c.Usage.Track(ctx, cr); err != nil {
-		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 	}
 	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts}
 	ref := cr.GetProviderConfigReference()
@@ -302,25 +311,45 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 	if err != nil {
 		return nil, e.unreachable(cr, err)
 	}
+	if e.Refused, err = c.admit(ctx, cr, ref, cfg, e); err != nil {
+		return nil, err
+	}
+	if len(e.Refused) > 0 {
+		if meta.WasDeleted(cr) {
+			// Let go without reaching the target cluster; the connection, if there is one,
+			// only to stop waking the Instance.
+			e.Target, _ = c.target(ctx, cr, ref, cfg)
+		}
+		return e, nil
+	}
+	if err := c.Usage.Track(ctx, cr); err != nil {
+		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
+	}
+	e.Adoption = Adoption{Allowed: cfg.Adoption == v1alpha1.AdoptionAllowed, Config: ref.Kind + " " + ref.Name, Instances: c.Kube}
 	if e.Target, err = c.target(ctx, cr, ref, cfg); err != nil {
 		return nil, e.unreachable(cr, err)
 	}
-	if meta.WasDeleted(cr) {
-		// Deleting needs the names only, and deletes only what is the Instance's own: no
-		// policy or placement rule that changed since could make that unsafe.
-		return e, nil
-	}
-	// The policy and namespaces are read from caches that never fill when the provider may
-	// not read them: bound the wait, so that the error says so instead of the reconcile
-	// timing out.
+	return e, nil
+}
+
+// admit returns why the Instance may not use cfg (which ref names) to place its objects
+// where it asks, and sets e's policy. The policy and namespaces are read from caches that
+// never fill when the provider may not read them: the wait is bounded, so that the error
+// says so instead of the reconcile timing out. A deleted Instance whose policy cannot be
+// read is judged by its config's rules alone: deleting only ever deletes what is the
+// Instance's own, and a platform without a policy must still be able to let Instances go.
+func (c *Connector) admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kubeconfig.Config, e *External) (field.ErrorList, error) {
 	pctx, cancel := context.WithTimeout(ctx, controlPlaneTimeout)
 	defer cancel()
+	var err error
 	if e.Settings, err = c.Policy.Settings(pctx); err != nil {
-		return nil, err
+		if !meta.WasDeleted(cr) {
+			return nil, err
+		}
+		e.Settings = resolve.Settings{}
 	}
 	_, target := remote.Target(cr)
-	e.Refused, err = c.Tenancy.Admit(pctx, cr, ref, cfg, target, e.Settings)
-	return e, err
+	return c.Tenancy.Admit(pctx, cr, ref, cfg, target, e.Settings)
 }
 
 // target returns the connection of the Instance's config, reading the credentials' version

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -212,6 +213,7 @@ func TestConnect(t *testing.T) {
 		usages    []xpv2.ProviderConfigReference
 		dropped   []cluster.Key
 		available *xpv2.Condition
+		adoption  bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -246,11 +248,10 @@ func TestConnect(t *testing.T) {
 			want:   want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"MissingProviderConfig": {
-			reason: "A missing config is named, and the Instance says it cannot observe; the usage is recorded first, so the config cannot be deleted from under an Instance that retries.",
+			reason: "A missing config is named, and the Instance says it cannot observe; no usage is recorded for a config that cannot yet be judged.",
 			args:   args{cr: instance(defaultRef)},
 			want: want{
 				err:       `cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`,
-				usages:    []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 				available: unreachable(`cannot get ClusterProviderConfig "default": clusterproviderconfigs.memcached.example.com "default" not found`),
 			},
 		},
@@ -279,9 +280,27 @@ func TestConnect(t *testing.T) {
 				cr:   instance(defaultRef),
 			},
 			want: want{
-				host:    "https://control-plane:443",
-				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": may not be used from namespace platform: its namespaceSelector does not select it`},
-				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
+				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": is not allowed from namespace platform`},
+			},
+		},
+		"NamespaceNotSelectedLearnsNothing": {
+			reason: "A refused tenant's Instance records no usage (which would keep the platform from deleting a config the tenant may not use) and reads nothing of the config's credentials: its refusal says not allowed, never the config's Secret (missing here) or the host it reaches.",
+			args: args{
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret, selecting(map[string]string{"memcached": "workload"})), namespace("platform", nil)},
+				cr:   instance(defaultRef),
+			},
+			want: want{
+				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": is not allowed from namespace platform`},
+			},
+		},
+		"NamespaceNotSelectedSecretPresent": {
+			reason: "With its Secret present the refused Instance still connects to nothing.",
+			args: args{
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret, selecting(map[string]string{"memcached": "workload"})), namespace("platform", nil), credentials("crossplane-system", targetKubeconfig)},
+				cr:   instance(defaultRef),
+			},
+			want: want{
+				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": is not allowed from namespace platform`},
 			},
 		},
 		"PlacementOwnNamespace": {
@@ -293,9 +312,7 @@ func TestConnect(t *testing.T) {
 			reason: "Another team's namespace is refused, saying which namespaces are allowed.",
 			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("cache"))}, cr: instance(defaultRef, inNamespace("team-b"))},
 			want: want{
-				host:    "https://control-plane:443",
 				refused: []string{`spec.forProvider.namespace: Invalid value: "team-b": ClusterProviderConfig default allows only namespace platform (the Instance's own) and cache (placement.allowedNamespaces)`},
-				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 			},
 		},
 		"PlacementAnyNamespace": {
@@ -307,9 +324,7 @@ func TestConnect(t *testing.T) {
 			reason: "Acting as the provider in the control plane, * does not reach the control plane's own namespaces.",
 			args:   args{objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing("*"))}, cr: instance(defaultRef, inNamespace("crossplane-system"))},
 			want: want{
-				host:    "https://control-plane:443",
 				refused: []string{`spec.forProvider.namespace: Invalid value: "crossplane-system": ClusterProviderConfig default acts as the provider in the control plane, whose own namespace crossplane-system it allows only when placement.allowedNamespaces lists it by name`},
-				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 			},
 		},
 		"ControlPlaneNamespaceListed": {
@@ -325,9 +340,7 @@ func TestConnect(t *testing.T) {
 				cr:     instance(defaultRef),
 			},
 			want: want{
-				host:    "https://control-plane:443",
 				refused: []string{`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/default": is not allowed; policy.allowedProviderConfigs allows ClusterProviderConfig/workload-eu`},
-				usages:  []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}},
 			},
 		},
 		"PolicyError": {
@@ -337,25 +350,58 @@ func TestConnect(t *testing.T) {
 				policy: policy{err: errBoom},
 				cr:     instance(defaultRef),
 			},
-			want: want{host: "https://control-plane:443", err: "boom", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+			want: want{err: "boom"},
 		},
-		"DeletingIgnoresPolicyAndPlacement": {
-			reason: "Deleting deletes only what is the Instance's own, so neither policy nor placement stands in the way.",
+		"DeletingWithoutPolicy": {
+			reason: "Deleting deletes only what is the Instance's own: a policy that cannot be read does not keep an Instance its config allows from going.",
 			args: args{
-				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing())},
+				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity)},
 				policy: policy{err: errBoom},
 				cr:     instance(defaultRef, deleted),
 			},
 			want: want{host: "https://control-plane:443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
+		"DeletingRefused": {
+			reason: "A deleted Instance its config no longer allows is let go: refused, and no usage recorded; the connection is looked up only to stop waking it.",
+			args: args{
+				objs:   []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing())},
+				policy: policy{err: errBoom},
+				cr:     instance(defaultRef, deleted),
+			},
+			want: want{
+				host:    "https://control-plane:443",
+				refused: []string{`spec.forProvider.namespace: Invalid value: "team-a": ClusterProviderConfig default allows only namespace platform (the Instance's own) (placement.allowedNamespaces)`},
+			},
+		},
+		"AdoptionAllowed": {
+			reason: "Whether Instances may adopt is the config's spec.adoption.",
+			args: args{
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, func(pc *v1alpha1.ClusterProviderConfig) { pc.Spec.Adoption = v1alpha1.AdoptionAllowed })},
+				cr:   instance(defaultRef),
+			},
+			want: want{host: "https://control-plane:443", adoption: true, usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
+		},
+		"AdoptionAllowedByOwnProviderConfig": {
+			reason: "A tenant's own ProviderConfig decides adoption for the cluster its own credentials reach.",
+			args: args{
+				objs: []client.Object{func() client.Object {
+					pc := edge.DeepCopy()
+					pc.Spec.Adoption = v1alpha1.AdoptionAllowed
+					return pc
+				}(), credentials("platform", targetKubeconfig)},
+				cr: instance(edgeRef),
+			},
+			want: want{host: "https://target.example.com:6443", adoption: true, usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
+		},
 		"NoProviderConfigRef": {
-			reason: "Without a providerConfigRef (the CRD defaults one) there is nothing to track or connect with.",
+			reason: "Without a providerConfigRef (the CRD defaults one) there is nothing to connect with.",
 			args:   args{cr: instance()},
-			want:   want{err: "cannot track ProviderConfig usage: managed resource does not reference a ProviderConfig"},
+			want:   want{err: "spec.providerConfigRef is not set", available: unreachable("spec.providerConfigRef is not set")},
 		},
 		"TrackError": {
-			reason: "A usage that cannot be recorded stops the connection.",
+			reason: "A usage that cannot be recorded stops the connection before the credentials are read.",
 			args: args{
+				objs:  []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", targetKubeconfig)},
 				usage: resource.ModernTrackerFn(func(context.Context, resource.ModernManaged) error { return errBoom }),
 				cr:    instance(defaultRef),
 			},
@@ -381,6 +427,7 @@ func TestConnect(t *testing.T) {
 				for _, r := range e.Refused {
 					got.refused = append(got.refused, r.Error())
 				}
+				got.adoption = e.Adoption.Allowed
 			}
 			if a := tc.args.cr.GetCondition(v1alpha1.TypeAvailable); a.Reason != "" {
 				got.available = &a
@@ -526,7 +573,8 @@ func TestBackoff(t *testing.T) {
 
 func TestReconcileConflict(t *testing.T) {
 	// An Instance named like an application that already runs there never touches it:
-	// Synced says which object is in the way, and nothing is created or changed.
+	// Synced says which object is in the way, and, since the config does not allow
+	// adoption (the default), suggests none; nothing is created or changed.
 	ctx := context.Background()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "sessions"}}
 	i := instance(func(i *v1alpha1.Instance) {
@@ -542,12 +590,92 @@ func TestReconcileConflict(t *testing.T) {
 	if err := cp.Get(ctx, req.NamespacedName, i); err != nil {
 		t.Fatal(err)
 	}
-	want := "observe failed: Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; set spec.adoptionPolicy: Adopt to take it over"
+	want := "observe failed: Deployment team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; ClusterProviderConfig default does not allow adoption (its spec.adoption is not Allowed)"
 	if s := i.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionFalse || s.Message != want {
 		t.Errorf("Synced = %v %q, want False %q", s.Status, s.Message, want)
 	}
 	if got := observe(t, target); got.Replicas != 5 || got.Ours || got.Service {
 		t.Errorf("the target cluster holds %+v; want the application's Deployment as it was, and nothing else", got)
+	}
+}
+
+func TestReconcileCannotSteal(t *testing.T) {
+	// Team b's Instance asking to adopt, under a config that allows adoption, in the target
+	// namespace where team a's Instance of the same name runs: team a's Deployment, Service
+	// and PodDisruptionBudget stay team a's, unchanged; team b is told whose they are, with
+	// no suggestion to adopt; deleting team b's Instance deletes nothing of team a's.
+	ctx := context.Background()
+	byDefault := func(i *v1alpha1.Instance) {
+		i.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+		i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		i.Generation = 0
+	}
+	a := instance(byDefault, func(i *v1alpha1.Instance) { i.Namespace, i.UID = "team-a", "team-a-uid" })
+	b := instance(byDefault, size(1), func(i *v1alpha1.Instance) {
+		i.Namespace, i.UID = "team-b", "team-b-uid"
+		i.Spec.AdoptionPolicy = v1alpha1.AdoptionPolicyAdopt
+		i.Spec.ForProvider.Image = "memcached:1.6.38"
+	})
+	allowing := func(pc *v1alpha1.ClusterProviderConfig) {
+		pc.Spec.Adoption = v1alpha1.AdoptionAllowed
+		pc.Spec.Placement.AllowedNamespaces = []string{"*"}
+	}
+	cp := controlPlane(t, a, b, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity, allowing))
+	target := targetCluster(interceptor.Funcs{})
+	r := reconciler(t, cp, target)
+	reqA := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "sessions"}}
+	reqB := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-b", Name: "sessions"}}
+	for range 2 {
+		if _, err := r.Reconcile(ctx, reqA); err != nil {
+			t.Fatalf("Reconcile(team a): %v", err)
+		}
+	}
+	teamA := func() map[string]string {
+		out := map[string]string{}
+		for kind, o := range map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{}, "PodDisruptionBudget": &policyv1.PodDisruptionBudget{}} {
+			if err := target.Get(ctx, key, o); err != nil {
+				out[kind] = err.Error()
+				continue
+			}
+			out[kind] = string(o.GetUID()) + " " + o.GetResourceVersion() + " " + o.GetLabels()[v1alpha1.LabelInstanceUID]
+		}
+		return out
+	}
+	before := teamA()
+	for range 3 {
+		if _, err := r.Reconcile(ctx, reqB); err != nil {
+			t.Fatalf("Reconcile(team b): %v", err)
+		}
+	}
+	if diff := cmp.Diff(before, teamA()); diff != "" {
+		t.Errorf("team a's objects after team b's Instance asked to adopt them: -before, +after:\n%s", diff)
+	}
+	got := &v1alpha1.Instance{}
+	if err := cp.Get(ctx, reqB.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	want := "observe failed: Deployment team-a/sessions exists and is not this Instance's: it belongs to Instance team-a/sessions (memcached.example.com/instance-uid=team-a-uid); " +
+		"Service team-a/sessions exists and is not this Instance's: it belongs to Instance team-a/sessions (memcached.example.com/instance-uid=team-a-uid)"
+	if s := got.GetCondition(xpv2.TypeSynced); s.Message != want {
+		t.Errorf("team b's Synced = %q, want %q", s.Message, want)
+	}
+	if a := got.GetCondition(v1alpha1.TypeAvailable); a.Reason != v1alpha1.ReasonConflict {
+		t.Errorf("team b's Available reason = %q, want Conflict", a.Reason)
+	}
+
+	if err := cp.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := r.Reconcile(ctx, reqB); err != nil {
+			t.Fatalf("Reconcile(team b) while deleting: %v", err)
+		}
+	}
+	if err := cp.Get(ctx, reqB.NamespacedName, &v1alpha1.Instance{}); err == nil {
+		t.Error("team b's Instance is still there after deletion")
+	}
+	if diff := cmp.Diff(before, teamA()); diff != "" {
+		t.Errorf("team a's objects after team b's Instance was deleted: -before, +after:\n%s", diff)
 	}
 }
 

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
@@ -46,7 +49,8 @@ const (
 	// legacy: made by an earlier provider for an Instance under these names (unlabelled,
 	// applied by LegacyFieldManager). The Instance takes it over.
 	legacy
-	// foreign: anyone else's: unlabelled, or labelled with another Instance's UID.
+	// foreign: anyone else's: unlabelled, or labelled with another Instance's UID. Only
+	// one that no live Instance owns may be adopted (Adoption.liveOwner).
 	foreign
 )
 
@@ -66,16 +70,68 @@ func ownershipOf(o metav1.Object, uid types.UID) ownership {
 	return foreign
 }
 
+// An Adoption is what an Instance may take over of what is not its own: whether its config
+// allows adoption at all (the platform's decision on a ClusterProviderConfig, the tenant's
+// on the ProviderConfig of its own credentials), which config says so, and which Instances
+// are live, whose objects are never adopted.
+type Adoption struct {
+	// Allowed is the config's spec.adoption: Allowed.
+	Allowed bool
+	// Config names the config, "ClusterProviderConfig workload-a", for messages.
+	Config string
+	// Instances reads the control plane's Instances, from a cache, to tell an object
+	// labelled by a live Instance from one an Instance that no longer exists left; nil
+	// takes every label for a live Instance's.
+	Instances client.Reader
+}
+
+// liveOwner returns the Instance ("<namespace>/<name>") whose UID o is labelled with, when
+// that Instance exists in the control plane, and whether it does. Such an object is that
+// Instance's, and never adopted, whatever its annotation says (anyone who may edit o may
+// change it). An Instance that was deleted, even one recreated under the same name (a new
+// UID), owns nothing any more. Without Instances to read, every label counts as a live
+// Instance's, named by the annotation.
+func (a Adoption) liveOwner(ctx context.Context, o metav1.Object) (string, bool, error) {
+	uid, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]
+	if !ok {
+		return "", false, nil
+	}
+	if a.Instances == nil {
+		return o.GetAnnotations()[v1alpha1.AnnotationInstance], true, nil
+	}
+	l := &v1alpha1.InstanceList{}
+	if err := a.Instances.List(ctx, l); err != nil {
+		return "", false, errors.Wrapf(err, "cannot list Instances to tell whether the one labelled %s=%s still exists", v1alpha1.LabelInstanceUID, uid)
+	}
+	for _, i := range l.Items {
+		if string(i.GetUID()) == uid {
+			return i.GetNamespace() + "/" + i.GetName(), true, nil
+		}
+	}
+	return "", false, nil
+}
+
 // conflict says, for the Instance's Synced condition and events, why o (of kind) is not
-// the Instance's and how to take it over.
-func conflict(kind string, o metav1.Object) string {
+// the Instance's: whose it is and, when the Instance could take it over, how. An object
+// of a live Instance (owner, when live) is that Instance's, and nothing is suggested.
+func (a Adoption) conflict(kind string, o metav1.Object, owner string, live, adopt bool) string {
 	what := kind + " " + o.GetNamespace() + "/" + o.GetName() + " exists and is not this Instance's: "
-	if uid, ok := o.GetLabels()[v1alpha1.LabelInstanceUID]; ok {
-		what += "it belongs to Instance " + o.GetAnnotations()[v1alpha1.AnnotationInstance] + " (" + v1alpha1.LabelInstanceUID + "=" + uid + ")"
-	} else {
+	uid, labelled := o.GetLabels()[v1alpha1.LabelInstanceUID]
+	switch {
+	case live:
+		return what + "it belongs to Instance " + owner + " (" + v1alpha1.LabelInstanceUID + "=" + uid + ")"
+	case labelled:
+		what += "it is labelled " + v1alpha1.LabelInstanceUID + "=" + uid + ", an Instance that no longer exists"
+	default:
 		what += "it has no label " + v1alpha1.LabelInstanceUID
 	}
-	return what + "; set spec.adoptionPolicy: Adopt to take it over"
+	switch {
+	case !a.Allowed:
+		return what + "; " + a.Config + " does not allow adoption (its spec.adoption is not Allowed)"
+	case !adopt:
+		return what + "; set spec.adoptionPolicy: Adopt to take it over"
+	}
+	return what
 }
 
 // stamp marks an object to apply as the Instance's: its UID label, which the provider's

@@ -29,6 +29,11 @@ var CompositionListGVK = schema.GroupVersionKind{Group: "apiextensions.crossplan
 type Policy struct {
 	// Kube lists Compositions, from a cache.
 	Kube client.Reader
+	// Builtin lets Instances fall back to the built-in policy (any registry, any
+	// ProviderConfig) when no Composition is labelled; without it they are refused, since a
+	// platform that forgot the label would otherwise give every tenant no limits at all.
+	// The provider's --allow-builtin-policy sets it.
+	Builtin bool
 
 	mu       sync.Mutex
 	key      string
@@ -37,10 +42,12 @@ type Policy struct {
 }
 
 // Settings are the defaults and limits Instances are resolved with: the labelled
-// Composition's Input, or, when no Composition carries the label, the built-in ones (what a
-// claim gets under a Composition without an Input). Labelled Compositions whose Inputs differ
-// are an error naming them, since the provider cannot tell which one the platform means; so
-// is a labelled Composition without a function-memcached Input, or with an invalid one.
+// Composition's Input. Without a labelled Composition they are an error (the policy fails
+// closed) unless Builtin allows the built-in ones (what a claim gets under a Composition
+// without an Input). More than one labelled Composition is an error naming them all, even
+// when their Inputs agree today: the provider cannot tell which one the platform means, and
+// the next edit of either would make Instances obey whichever it read. So is a labelled
+// Composition without a function-memcached Input, or with an invalid one.
 func (p *Policy) Settings(ctx context.Context) (resolve.Settings, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(CompositionListGVK)
@@ -57,34 +64,40 @@ func (p *Policy) Settings(ctx context.Context) (resolve.Settings, error) {
 	if key.String() == p.key && p.key != "" {
 		return p.settings, p.err
 	}
-	p.settings, p.err = settingsOf(l.Items)
+	p.settings, p.err = settingsOf(l.Items, p.Builtin)
 	p.key = key.String()
 	return p.settings, p.err
 }
 
-// settingsOf reads the policy of the labelled Compositions cs.
-func settingsOf(cs []unstructured.Unstructured) (resolve.Settings, error) {
-	if len(cs) == 0 {
-		return resolve.NewSettings(nil)
+// settingsOf reads the policy of the labelled Compositions cs; builtin allows the built-in
+// policy when there are none.
+func settingsOf(cs []unstructured.Unstructured, builtin bool) (resolve.Settings, error) {
+	switch len(cs) {
+	case 0:
+		if builtin {
+			return resolve.NewSettings(nil)
+		}
+		return resolve.Settings{}, errors.Errorf("no Composition is labelled %s=true, so Instances have no policy and are refused: label the Composition whose function-memcached Input they should obey, or start the provider with --allow-builtin-policy to give them the built-in one (any registry, any ProviderConfig)", v1alpha1.LabelInstancePolicy)
+	case 1:
+	default:
+		names := make([]string, len(cs))
+		for i := range cs {
+			names[i] = cs[i].GetName()
+		}
+		all := "all"
+		if len(names) == 2 {
+			all = "both"
+		}
+		return resolve.Settings{}, errors.Errorf("Compositions %s and %s are %s labelled %s=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
+			strings.Join(names[:len(names)-1], ", "), names[len(names)-1], all, v1alpha1.LabelInstancePolicy)
 	}
-	var first []byte
-	var in *v1beta1.Input
-	for i := range cs {
-		raw, err := inputOf(&cs[i])
-		if err != nil {
-			return resolve.Settings{}, err
-		}
-		if i == 0 {
-			first = raw
-			if in, err = v1beta1.Decode(raw); err != nil {
-				return resolve.Settings{}, errors.Wrapf(err, "Composition %s", cs[i].GetName())
-			}
-			continue
-		}
-		if string(raw) != string(first) {
-			return resolve.Settings{}, errors.Errorf("Compositions %s and %s are both labelled %s=true and their function-memcached Inputs differ: label only the one whose Input Instances should obey",
-				cs[0].GetName(), cs[i].GetName(), v1alpha1.LabelInstancePolicy)
-		}
+	raw, err := inputOf(&cs[0])
+	if err != nil {
+		return resolve.Settings{}, err
+	}
+	in, err := v1beta1.Decode(raw)
+	if err != nil {
+		return resolve.Settings{}, errors.Wrapf(err, "Composition %s", cs[0].GetName())
 	}
 	s, err := resolve.NewSettings(in)
 	return s, errors.Wrapf(err, "Composition %s", cs[0].GetName())

@@ -51,14 +51,21 @@ func TestPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {
-		reason string
-		objs   []client.Object
-		want   *v1beta1.Input
-		err    string
+		reason  string
+		objs    []client.Object
+		builtin bool
+		want    *v1beta1.Input
+		err     string
 	}{
 		"NoneLabelled": {
-			reason: "Without a labelled Composition, Instances get the built-in policy, as a claim does under a Composition without an Input.",
+			reason: "Without a labelled Composition the policy fails closed: a platform that forgot the label does not give every tenant any registry and any ProviderConfig.",
 			objs:   []client.Object{composition("xmemcacheds", false, strict)},
+			err:    "no Composition is labelled memcached.example.com/instance-policy=true, so Instances have no policy and are refused: label the Composition whose function-memcached Input they should obey, or start the provider with --allow-builtin-policy to give them the built-in one (any registry, any ProviderConfig)",
+		},
+		"NoneLabelledBuiltinAllowed": {
+			reason:  "With --allow-builtin-policy, Instances without a labelled Composition get the built-in policy, as a claim does under a Composition without an Input.",
+			objs:    []client.Object{composition("xmemcacheds", false, strict)},
+			builtin: true,
 		},
 		"Labelled": {
 			reason: "The labelled Composition's Input is the policy: the same limits, registries and ProviderConfigs as its claims.",
@@ -70,14 +77,20 @@ func TestPolicy(t *testing.T) {
 			err: "Composition xmemcacheds: invalid function Input: [defaults.image: Invalid value: \"memcached:1.6.39-alpine\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com]",
 		},
 		"LabelledSame": {
-			reason: "Two labelled Compositions with the same Input (a claim's and a namespaced XR's) agree.",
-			objs:   []client.Object{composition("a", true, inputOfPolicy(map[string]any{"maxSize": int64(2)})), composition("b", true, inputOfPolicy(map[string]any{"maxSize": int64(2)}))},
-			want:   &v1beta1.Input{Policy: v1beta1.Policy{MaxSize: ptr.To[int32](2)}},
+			reason:  "Two labelled Compositions are refused, naming both, even while their Inputs agree: the next edit of either would make Instances obey whichever the provider read.",
+			objs:    []client.Object{composition("a", true, inputOfPolicy(map[string]any{"maxSize": int64(2)})), composition("b", true, inputOfPolicy(map[string]any{"maxSize": int64(2)}))},
+			builtin: true,
+			err:     "Compositions a and b are both labelled memcached.example.com/instance-policy=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
 		},
 		"LabelledDiffer": {
 			reason: "Two labelled Compositions whose Inputs differ are the platform's mistake, named: the provider cannot tell which one it means.",
 			objs:   []client.Object{composition("a", true, inputOfPolicy(map[string]any{"maxSize": int64(2)})), composition("b", true, inputOfPolicy(map[string]any{"maxSize": int64(3)}))},
-			err:    "Compositions a and b are both labelled memcached.example.com/instance-policy=true and their function-memcached Inputs differ: label only the one whose Input Instances should obey",
+			err:    "Compositions a and b are both labelled memcached.example.com/instance-policy=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
+		},
+		"ThreeLabelled": {
+			reason: "Every labelled Composition is named.",
+			objs:   []client.Object{composition("c", true, nil), composition("a", true, nil), composition("b", true, nil)},
+			err:    "Compositions a, b and c are all labelled memcached.example.com/instance-policy=true, so Instances are refused: label only the one whose function-memcached Input they should obey",
 		},
 		"NoInput": {
 			reason: "A labelled Composition without a function-memcached Input is no policy.",
@@ -103,7 +116,7 @@ func TestPolicy(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kc := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithObjects(tc.objs...).Build()
-			got, err := (&Policy{Kube: kc}).Settings(context.Background())
+			got, err := (&Policy{Kube: kc, Builtin: tc.builtin}).Settings(context.Background())
 			if diff := cmp.Diff(tc.err, errString(err)); diff != "" {
 				t.Errorf("\n%s\nSettings(...): -want error, +got error:\n%s", tc.reason, diff)
 			}

@@ -42,7 +42,9 @@ type Tenancy struct {
 
 // Admit returns why cr may not place its objects in target through cfg (which ref names)
 // under policy s: field errors naming the Instance's field, or an error when the Instance's
-// namespace cannot be read to match the config's namespaceSelector.
+// namespace cannot be read to match the config's namespaceSelector. It reads nothing of the
+// config's credentials, and its errors name none of them: the Connector asks it before
+// anything else is done for the Instance.
 func (t Tenancy) Admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.ProviderConfigReference, cfg kubeconfig.Config, target string, s resolve.Settings) (field.ErrorList, error) {
 	refPath := field.NewPath("spec", "providerConfigRef")
 	errs := s.ProviderConfigAllowed(refPath, cachev1alpha1.ProviderConfigReference{Kind: ref.Kind, Name: ref.Name})
@@ -55,8 +57,9 @@ func (t Tenancy) Admit(ctx context.Context, cr *v1alpha1.Instance, ref *xpv2.Pro
 			return nil, errors.Wrapf(err, "cannot match ClusterProviderConfig %q's namespaceSelector", ref.Name)
 		}
 		if !ok {
-			errs = append(errs, field.Invalid(refPath, ref.Kind+"/"+ref.Name,
-				"may not be used from namespace "+cr.GetNamespace()+": its namespaceSelector does not select it"))
+			// Not allowed, and no more: the refusal is the tenant's to read, and names
+			// neither the config's rules nor its credentials.
+			errs = append(errs, field.Invalid(refPath, ref.Kind+"/"+ref.Name, "is not allowed from namespace "+cr.GetNamespace()))
 		}
 	}
 	if reason := t.placement(cr.GetNamespace(), target, cfg); reason != "" {
