@@ -285,9 +285,10 @@ func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
 // runs, marked ready from its observed state, and reports whether it holds anything.
 func holdRunning(desired map[string]*fnv1.Resource, o *observation) bool {
 	holding := false
+	owner := composedFieldOwner(o.xr)
 	for k, r := range o.resources {
 		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
-			desired[k] = &fnv1.Resource{Resource: held(r.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			desired[k] = &fnv1.Resource{Resource: held(r.GetResource(), owner), Ready: fnv1.Ready_READY_TRUE}
 			holding = true
 		}
 	}
