@@ -278,7 +278,7 @@ func TestCredentialsSurviveInvalidSpec(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newSequenceFunction()
+			f := sequenceFunctions()()
 			c := newCluster(t, tc.managedFields)
 			c.reconcile(f, valid)
 			created := c.credentials()
@@ -317,16 +317,19 @@ func TestCredentialsSurviveInvalidSpec(t *testing.T) {
 	}
 }
 
-// newSequenceFunction is a Function whose every new password differs from the last (a fixed
-// source would generate the same password again, hiding a replacement), the same in every run.
-func newSequenceFunction() *Function {
-	f := New(logging.NewNopLogger())
+// sequenceFunctions returns a constructor of Functions whose every new password differs from
+// every earlier one, across Functions too (a fixed source would generate the same password
+// again, hiding a replacement), the same in every run.
+func sequenceFunctions() func() *Function {
 	n := 0
-	f.credentials.random = func() io.Reader {
-		n++
-		return strings.NewReader(strings.Repeat("source "+strconv.Itoa(n)+" of test bytes, ", 8))
+	return func() *Function {
+		f := New(logging.NewNopLogger())
+		f.credentials.random = func() io.Reader {
+			n++
+			return strings.NewReader(strings.Repeat("source "+strconv.Itoa(n)+" of test bytes, ", 8))
+		}
+		return f
 	}
-	return f
 }
 
 func hasReason(rsp *fnv1.RunFunctionResponse, reason string) bool {

@@ -3,6 +3,8 @@ package fn
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +34,9 @@ import (
 // beyond them. Whatever the input, the function must not panic or return a gRPC error, and
 // its response must be a Fatal result or a desired state that is safe to apply:
 //   - with an invalid spec, or before the TLS Secret a spec names is fetched, every observed
-//     composed resource desired exactly as it runs;
+//     composed resource desired as it runs: what Crossplane applied of it (its field
+//     manager's managedFields) or, without those, all of it, the function's annotations
+//     included (see held);
 //   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
 //     security context, and every object named with a valid DNS name;
 //   - an observed auth Secret with usable credentials is desired with the same credentials
@@ -107,8 +111,16 @@ func FuzzRunFunction(f *testing.F) {
 				if !ok {
 					t.Fatalf("invalid spec, yet %s is desired without being observed: it would be created", name)
 				}
-				if !proto.Equal(o.GetResource().GetFields()["spec"], r.GetResource().GetFields()["spec"]) {
+				// What Crossplane applied of it, or all of it: applying that changes nothing.
+				os, hs := o.GetResource().GetFields()["spec"], r.GetResource().GetFields()["spec"]
+				if appliedFields(o.GetResource(), composedFieldOwner(orig.GetObserved().GetComposite().GetResource())) == nil && !proto.Equal(os, hs) ||
+					!within(hs, os) {
 					t.Fatalf("invalid spec, yet the running %s would change", name)
+				}
+				for k, v := range get(o.GetResource(), "metadata", "annotations").GetStructValue().GetFields() {
+					if strings.HasPrefix(k, ownAnnotationPrefix) && !proto.Equal(v, get(r.GetResource(), "metadata", "annotations", k)) {
+						t.Fatalf("invalid spec, yet the annotation %s of the running %s would be dropped or changed", k, name)
+					}
 				}
 				continue
 			}
@@ -231,6 +243,45 @@ func checkSafe(t *testing.T, name string, s *structpb.Struct, maxSize int64) {
 	}
 }
 
+// within reports whether every value in a is in b at the same place: a field of an object, or
+// an item of a list in the same order.
+func within(a, b *structpb.Value) bool {
+	if a == nil {
+		return true
+	}
+	switch x := a.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		bs := b.GetStructValue()
+		if bs == nil {
+			return false
+		}
+		for k, v := range x.StructValue.GetFields() {
+			bv, ok := bs.GetFields()[k]
+			if !ok || !within(v, bv) {
+				return false
+			}
+		}
+		return true
+	case *structpb.Value_ListValue:
+		bl := b.GetListValue()
+		if bl == nil {
+			return false
+		}
+		j := 0
+		for _, v := range x.ListValue.GetValues() {
+			for j < len(bl.GetValues()) && !within(v, bl.GetValues()[j]) {
+				j++
+			}
+			if j == len(bl.GetValues()) {
+				return false
+			}
+			j++
+		}
+		return true
+	}
+	return proto.Equal(a, b)
+}
+
 func jsonOf(s *structpb.Struct) string {
 	if s == nil {
 		return ""
@@ -313,4 +364,102 @@ func TestCredentialsKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCredentialsSequence replays sequences of specs against one Memcached with auth (the
+// platform's default), Crossplane applying every response (see cluster): valid resizes,
+// invalid specs of every kind (size over policy.maxSize, an image from another registry, a
+// TLS Secret that does not exist, a rotation that is no label value), new rotations, moves to
+// another cluster and back, and function restarts (a new Function: no credential store, the
+// credentials only in the observed auth Secret). Each byte of ops is one reconcile. The
+// credentials clients log in with change only on a valid spec asking for a rotation other
+// than the one they were generated for, or when the auth Secret was gone (the Memcached ran
+// elsewhere); while they stay, the pods' credentials digest stays (no roll). Every response
+// also keeps credentialsKept's promises: no password in a condition or result, no credentials
+// anywhere once the auth Secret is not desired.
+func FuzzCredentialsSequence(f *testing.F) {
+	f.Add([]byte{4, 0, 1, 0}, true) // The reproduction: create with r1, steady, size 9, size 3.
+	f.Add([]byte{4, 0, 1, 0}, false)
+	f.Add([]byte{0, 4, 1, 6, 0, 2, 0}, true)
+	f.Add([]byte{0, 8, 6, 0, 0}, true)
+	f.Add([]byte{0, 3, 5, 0, 7, 1, 0, 6, 0}, true)
+	f.Add([]byte{0, 6, 3, 6, 1, 6, 0, 4, 6, 0}, false)
+	f.Fuzz(func(t *testing.T, ops []byte, managedFields bool) {
+		if len(ops) > 32 {
+			ops = ops[:32]
+		}
+		c := newCluster(t, managedFields)
+		c.input.Fields["defaults"].GetStructValue().Fields["auth"] = structpb.NewStructValue(yamlStruct(t, "enabled: true"))
+		newFunction := sequenceFunctions()
+		fn := newFunction()
+		var (
+			rotation, generatedFor string
+			remote                 bool
+			size                   = 3
+			rotations              int
+		)
+		for i, op := range ops {
+			rot, image, tls, sz := rotation, "", "", size
+			switch op % 9 {
+			case 0: // A valid spec, here.
+				remote, size = false, 1+int(op/9)%3
+				sz = size
+			case 1:
+				sz = 9
+			case 2:
+				image = "evil.example.com/memcached:1.6.39"
+			case 3:
+				tls = "missing"
+			case 4: // A new rotation.
+				rotations++
+				rotation, remote = "r"+strconv.Itoa(rotations), false
+				rot = rotation
+			case 5:
+				rot = "-not-a-label-value-"
+			case 6:
+				fn = newFunction()
+				continue
+			case 7: // Elsewhere, where auth is off.
+				remote = true
+			case 8: // A new rotation with an invalid size: the rotation stays for later specs.
+				rotations++
+				rotation, rot, sz = "r"+strconv.Itoa(rotations), "r"+strconv.Itoa(rotations), 9
+			}
+			spec := map[string]any{"size": sz}
+			if image != "" {
+				spec["image"] = image
+			}
+			if tls != "" {
+				spec["tls"] = map[string]any{"secretName": tls}
+			}
+			if remote {
+				spec["providerConfigRef"] = map[string]any{"name": "workload-eu"}
+			} else if rot != "" {
+				spec["auth"] = map[string]any{"rotation": rot}
+			}
+			j, _ := json.Marshal(spec)
+
+			before := c.credentials()
+			req, rsp := c.reconcile(fn, string(j))
+			after := c.credentials()
+			if err := credentialsKept(req, rsp); err != nil {
+				t.Fatalf("call %d (op %d, spec %s): %v", i, op%9, j, err)
+			}
+			valid := !hasReason(rsp, readiness.ReasonInvalidSpec) && len(rsp.GetConditions()) > 0
+			login := func(c credentials) credentials { return credentials{Username: c.Username, Password: c.Password} }
+			switch {
+			case after.Password == "":
+			case before.Password == "":
+				generatedFor = rot // New credentials: the Secret was not there.
+			case login(before) != login(after):
+				if !valid || remote || rot == generatedFor {
+					t.Fatalf("call %d (op %d, spec %s, valid %t): the credentials changed without a new rotation (they were generated for %q):\n%s",
+						i, op%9, j, valid, generatedFor, cmp.Diff(before, after))
+				}
+				generatedFor = rot
+			case before.PodDigest != "" && after.PodDigest != "" && before.PodDigest != after.PodDigest:
+				t.Fatalf("call %d (op %d, spec %s): the credentials stayed, yet the pods' digest changed (a roll): %q → %q", i, op%9, j, before.PodDigest, after.PodDigest)
+			}
+		}
+	})
 }
