@@ -208,7 +208,7 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 		}
 	}
 	if len(d.errs) == 0 && d.m.Auth != nil {
-		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource())
+		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
 		}

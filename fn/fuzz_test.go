@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -370,13 +371,19 @@ func TestCredentialsKept(t *testing.T) {
 // platform's default), Crossplane applying every response (see cluster): valid resizes,
 // invalid specs of every kind (size over policy.maxSize, an image from another registry, a
 // TLS Secret that does not exist, a rotation that is no label value), new rotations, moves to
-// another cluster and back, and function restarts (a new Function: no credential store, the
-// credentials only in the observed auth Secret). Each byte of ops is one reconcile. The
-// credentials clients log in with change only on a valid spec asking for a rotation other
-// than the one they were generated for, or when the auth Secret was gone (the Memcached ran
-// elsewhere); while they stay, the pods' credentials digest stays (no roll). Every response
-// also keeps credentialsKept's promises: no password in a condition or result, no credentials
-// anywhere once the auth Secret is not desired.
+// another cluster and back, function restarts (a new Function: no credential store, the
+// credentials only in the observed auth Secret), objects as a release before salts left them
+// (an auth Secret without a salt, pods with the unsalted digest), and a password set by hand in
+// the auth Secret. Each byte of ops is one reconcile. It checks that:
+//   - the credentials clients log in with change only on a valid spec asking for a rotation
+//     other than the one they were generated for, or when the auth Secret was gone (the
+//     Memcached ran elsewhere);
+//   - the pods roll (their credentials digest changes) only for credentials other than those
+//     they run with: never on an upgrade, an invalid spec or a restart;
+//   - the function never puts an unsalted digest on the pods: a password set after salts
+//     exist cannot be brute-forced from the pod template;
+//   - every response keeps credentialsKept's promises: no password in a condition or result,
+//     no credentials anywhere once the auth Secret is not desired.
 func FuzzCredentialsSequence(f *testing.F) {
 	f.Add([]byte{4, 0, 1, 0}, true) // The reproduction: create with r1, steady, size 9, size 3.
 	f.Add([]byte{4, 0, 1, 0}, false)
@@ -384,6 +391,8 @@ func FuzzCredentialsSequence(f *testing.F) {
 	f.Add([]byte{0, 8, 6, 0, 0}, true)
 	f.Add([]byte{0, 3, 5, 0, 7, 1, 0, 6, 0}, true)
 	f.Add([]byte{0, 6, 3, 6, 1, 6, 0, 4, 6, 0}, false)
+	f.Add([]byte{0, 9, 0, 6, 0, 10, 1, 0, 0}, true) // An upgrade, then a password set by hand.
+	f.Add([]byte{0, 10, 9, 1, 6, 0, 4, 0}, false)
 	f.Fuzz(func(t *testing.T, ops []byte, managedFields bool) {
 		if len(ops) > 32 {
 			ops = ops[:32]
@@ -396,13 +405,15 @@ func FuzzCredentialsSequence(f *testing.F) {
 			rotation, generatedFor string
 			remote                 bool
 			size                   = 3
-			rotations              int
+			rotations, handSet     int
+			podsFor                credentials // The credentials the pods run with.
 		)
+		login := func(c credentials) credentials { return credentials{Username: c.Username, Password: c.Password} }
 		for i, op := range ops {
 			rot, image, tls, sz := rotation, "", "", size
-			switch op % 9 {
+			switch op % 11 {
 			case 0: // A valid spec, here.
-				remote, size = false, 1+int(op/9)%3
+				remote, size = false, 1+int(op/11)%3
 				sz = size
 			case 1:
 				sz = 9
@@ -424,6 +435,11 @@ func FuzzCredentialsSequence(f *testing.F) {
 			case 8: // A new rotation with an invalid size: the rotation stays for later specs.
 				rotations++
 				rotation, rot, sz = "r"+strconv.Itoa(rotations), "r"+strconv.Itoa(rotations), 9
+			case 9: // As a release before salts left them.
+				c.beforeSalts()
+			case 10: // A password set by hand.
+				handSet++
+				c.setPassword("hunter" + strconv.Itoa(handSet))
 			}
 			spec := map[string]any{"size": sz}
 			if image != "" {
@@ -442,24 +458,60 @@ func FuzzCredentialsSequence(f *testing.F) {
 			before := c.credentials()
 			req, rsp := c.reconcile(fn, string(j))
 			after := c.credentials()
+			where := fmt.Sprintf("call %d (op %d, spec %s)", i, op%11, j)
 			if err := credentialsKept(req, rsp); err != nil {
-				t.Fatalf("call %d (op %d, spec %s): %v", i, op%9, j, err)
+				t.Fatalf("%s: %v", where, err)
 			}
 			valid := !hasReason(rsp, readiness.ReasonInvalidSpec) && len(rsp.GetConditions()) > 0
-			login := func(c credentials) credentials { return credentials{Username: c.Username, Password: c.Password} }
 			switch {
 			case after.Password == "":
 			case before.Password == "":
 				generatedFor = rot // New credentials: the Secret was not there.
 			case login(before) != login(after):
 				if !valid || remote || rot == generatedFor {
-					t.Fatalf("call %d (op %d, spec %s, valid %t): the credentials changed without a new rotation (they were generated for %q):\n%s",
-						i, op%9, j, valid, generatedFor, cmp.Diff(before, after))
+					t.Fatalf("%s, valid %t: the credentials changed without a new rotation (they were generated for %q):\n%s",
+						where, valid, generatedFor, cmp.Diff(before, after))
 				}
 				generatedFor = rot
-			case before.PodDigest != "" && after.PodDigest != "" && before.PodDigest != after.PodDigest:
-				t.Fatalf("call %d (op %d, spec %s): the credentials stayed, yet the pods' digest changed (a roll): %q → %q", i, op%9, j, before.PodDigest, after.PodDigest)
+			}
+			switch {
+			case after.PodDigest == "":
+			case before.PodDigest == "":
+				podsFor = login(after)
+			case before.PodDigest != after.PodDigest:
+				if login(after) == podsFor {
+					t.Fatalf("%s: the pods roll (digest %q → %q) for the credentials they run with", where, before.PodDigest, after.PodDigest)
+				}
+				if after.PodDigest == render.Digest([]byte(render.AuthFile(render.Auth{Username: after.Username, Password: after.Password}))) {
+					t.Fatalf("%s: the pods get the unsalted digest %q of their new credentials: it can be brute-forced offline", where, after.PodDigest)
+				}
+				podsFor = login(after)
 			}
 		}
 	})
+}
+
+// beforeSalts makes the auth Secret and the Deployment what a release before salts left:
+// no salt in the Secret, the unsalted digest of its credentials on the pod template.
+func (c *cluster) beforeSalts() {
+	s, d := c.objects[KeyAuthSecret].GetResource(), c.objects[KeyDeployment].GetResource()
+	if s == nil || d == nil {
+		return
+	}
+	delete(get(s, "data").GetStructValue().GetFields(), render.AuthSaltKey)
+	cr := c.credentials()
+	setPath(d, structpb.NewStringValue(render.Digest([]byte(render.AuthFile(render.Auth{Username: cr.Username, Password: cr.Password})))),
+		"spec", "template", "metadata", "annotations", render.AnnotationCredentials)
+}
+
+// setPassword sets the password in the auth Secret, as a person would by hand (auth file too).
+func (c *cluster) setPassword(pw string) {
+	s := c.objects[KeyAuthSecret].GetResource()
+	if s == nil {
+		return
+	}
+	data := get(s, "data").GetStructValue()
+	u := secretData(s, render.ConnectionUsername)[render.ConnectionUsername]
+	data.Fields[render.ConnectionPassword] = structpb.NewStringValue(base64.StdEncoding.EncodeToString([]byte(pw)))
+	data.Fields[render.AuthFileKey] = structpb.NewStringValue(base64.StdEncoding.EncodeToString([]byte(string(u) + ":" + pw + "\n")))
 }

@@ -30,7 +30,7 @@ func Base() render.Memcached {
 		CPURequest: ptr.To(resource.MustParse("250m")), CPULimit: ptr.To(resource.MustParse("1")),
 		HighAvailability: true, Metrics: true, ExporterImage: "prom/memcached-exporter:v0.15.4",
 		MaxItemSizeMB:  2,
-		Auth:           &render.Auth{Username: "memcached", Password: "secret-password", Rotation: "2026-12-01"},
+		Auth:           &render.Auth{Username: "memcached", Password: "secret-password", Rotation: "2026-12-01", Salt: "0123456789abcdef0123456789abcdef"},
 		AuthProxyImage: "registry.example.com/auth-proxy:1",
 		TLS:            &render.TLS{SecretName: "sessions-tls", Digest: "0123456789abcdef", CA: "-----BEGIN CERTIFICATE-----"},
 		NetworkPolicy: &render.NetworkAccess{
@@ -65,6 +65,7 @@ var changes = map[string]func(m *render.Memcached){
 	"Auth.Username":    func(m *render.Memcached) { m.Auth.Username = "other" },
 	"Auth.Password":    func(m *render.Memcached) { m.Auth.Password = "other-password" },
 	"Auth.Rotation":    func(m *render.Memcached) { m.Auth.Rotation = "2027-01-01" },
+	"Auth.Salt":        func(m *render.Memcached) { m.Auth.Salt = "fedcba9876543210fedcba9876543210" },
 	"AuthProxyImage":   func(m *render.Memcached) { m.AuthProxyImage = "registry.example.com/auth-proxy:2" },
 	"TLS.SecretName":   func(m *render.Memcached) { m.TLS.SecretName = "renewed-tls" },
 	"TLS.Digest":       func(m *render.Memcached) { m.TLS.Digest = "fedcba9876543210" },
