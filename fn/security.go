@@ -50,11 +50,12 @@ func newCredentialStore() *credentialStore {
 // Secret it has not seen change yet; so does deleting the auth Secret, unless a reconcile
 // working from a copy read before the deletion applies it again.
 //
-// Credentials of an auth Secret from before salts (render.CredentialsDigest) keep no salt, and
-// their pods the unsalted digest they run with: an upgrade restarts no pod and changes no
-// credential. They get a salt when the pods of the observed Deployment (nil when not
-// observed) run with another digest, so restart for these credentials anyway (a password
-// set by hand): a password set after the upgrade is never behind an unsalted digest.
+// Credentials of an auth Secret from before salts (render.CredentialsDigest) keep no salt
+// while the pods of the observed Deployment (nil when not observed) run with their unsalted
+// digest: an upgrade restarts no pod and changes no credential. Otherwise the pods start or
+// restart for these credentials anyway (a password set by hand, a Deployment recreated), and
+// the credentials get a salt: a password set after the upgrade is never behind an unsalted
+// digest.
 func (c *credentialStore) get(key, rotation string, observed, deployment *structpb.Struct) (render.Auth, error) {
 	key += "\x00" + rotation
 	if observed != nil && str(observed, "metadata", "annotations", render.AnnotationRotation) == rotation {
@@ -62,7 +63,7 @@ func (c *credentialStore) get(key, rotation string, observed, deployment *struct
 			running := str(deployment, "spec", "template", "metadata", "annotations", render.AnnotationCredentials)
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if a.Salt != "" || running == "" || running == render.CredentialsDigest(a) {
+			if a.Salt != "" || running == render.CredentialsDigest(a) {
 				delete(c.pending, key)
 				return a, nil
 			}
