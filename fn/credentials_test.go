@@ -391,3 +391,66 @@ fieldsV1: {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {"f:kubectl
 		})
 	}
 }
+
+// TestOwned reads the FieldsV1 forms of managedFields that the API server writes for lists:
+// items by key (containers by name), by value (a set, like finalizers) and by index, and a
+// leaf, which owns the whole value.
+func TestOwned(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		value  string
+		fields string
+		want   string
+	}{
+		"Leaf": {
+			reason: "A leaf owns the whole value, an atomic object or list included.",
+			value:  `{"selector": {"matchLabels": {"a": "b"}}, "other": 1}`,
+			fields: `{"f:selector": {}}`,
+			want:   `{"selector": {"matchLabels": {"a": "b"}}}`,
+		},
+		"ByKey": {
+			reason: "Items of a list with merge keys are named by their keys; an item keeps its keys, not the fields another manager set.",
+			value:  `{"containers": [{"name": "memcached", "image": "m:1", "resources": {}}, {"name": "injected", "image": "sidecar:1"}]}`,
+			fields: `{"f:containers": {"k:{\"name\":\"memcached\"}": {".": {}, "f:image": {}}}}`,
+			want:   `{"containers": [{"name": "memcached", "image": "m:1"}]}`,
+		},
+		"ByCompositeKey": {
+			reason: "A key of several fields matches only the item with all of them.",
+			value:  `{"ports": [{"port": 11211, "protocol": "UDP", "name": "u"}, {"port": 11211, "protocol": "TCP", "name": "t"}]}`,
+			fields: `{"f:ports": {"k:{\"port\":11211,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}}}}`,
+			want:   `{"ports": [{"port": 11211, "protocol": "TCP", "name": "t"}]}`,
+		},
+		"ByValue": {
+			reason: "Items of a set are named by value.",
+			value:  `{"finalizers": ["ours", "theirs"]}`,
+			fields: `{"f:finalizers": {"v:\"ours\"": {}}}`,
+			want:   `{"finalizers": ["ours"]}`,
+		},
+		"ByIndex": {
+			reason: "Items of a list without keys may be named by index.",
+			value:  `{"args": ["a", "b", "c"]}`,
+			fields: `{"f:args": {"i:1": {}}}`,
+			want:   `{"args": ["b"]}`,
+		},
+		"Missing": {
+			reason: "A field the set names that the object no longer has is not made up.",
+			value:  `{"spec": {"a": 1}}`,
+			fields: `{"f:spec": {"f:a": {}, "f:b": {}}}`,
+			want:   `{"spec": {"a": 1}}`,
+		},
+		"ShapeMismatch": {
+			reason: "A set of an object's fields on a scalar keeps the scalar: what runs.",
+			value:  `{"spec": 3}`,
+			fields: `{"f:spec": {"f:a": {}}}`,
+			want:   `{"spec": 3}`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := owned(structpb.NewStructValue(structOf(tc.value)), structOf(tc.fields))
+			if diff := cmp.Diff(structpb.NewStructValue(structOf(tc.want)), got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nowned(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
