@@ -212,7 +212,7 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 		}
 	}
 	if len(d.errs) == 0 && d.m.Auth != nil {
-		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource())
+		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
 		}
@@ -290,9 +290,10 @@ func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
 // runs, marked ready from its observed state, and reports whether it holds anything.
 func holdRunning(desired map[string]*fnv1.Resource, o *observation) bool {
 	holding := false
+	owner := composedFieldOwner(o.xr)
 	for k, r := range o.resources {
 		if slices.Contains(ownKeys, k) || isInstanceKey(k) {
-			desired[k] = &fnv1.Resource{Resource: held(r.GetResource()), Ready: fnv1.Ready_READY_TRUE}
+			desired[k] = &fnv1.Resource{Resource: held(r.GetResource(), owner), Ready: fnv1.Ready_READY_TRUE}
 			holding = true
 		}
 	}

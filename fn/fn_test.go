@@ -245,6 +245,15 @@ func TestRunFunction(t *testing.T) {
 		"remote-auth-refused": {
 			reason: "Auth a claim asks for explicitly in another cluster is refused, naming the field.",
 		},
+		"fixed-after-invalid-keeps-credentials": {
+			reason: "Size 3 again after size 9 was held, with auth and rotation r1 (the last call of TestCredentialsSurviveInvalidSpec, objects as Crossplane applied them, managedFields and all): the held auth Secret kept its rotation annotation, so its credentials are read back, nothing is generated and the pods do not roll; a function that never saw the earlier calls answers the same.",
+		},
+		"auth-legacy-no-roll": {
+			reason: "An auth Secret from before salts, whose pods run with the unsalted digest of its credentials, stays as it is (no salt added) and so do the pods: an upgrade rolls nothing and changes no credential.",
+		},
+		"auth-legacy-password-by-hand": {
+			reason: "A password set by hand in an auth Secret from before salts is kept, and since the pods restart for it anyway, the Secret gets a salt and the pod template a digest keyed with it, never the unsalted digest of the new password, which the view role could brute-force offline.",
+		},
 		"invalid-keeps-credentials": {
 			reason: "An invalid resize of a Memcached with auth holds the auth Secret as it runs and keeps the credentials in the connection details.",
 		},

@@ -3,6 +3,9 @@ package fn
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,7 +35,9 @@ import (
 // beyond them. Whatever the input, the function must not panic or return a gRPC error, and
 // its response must be a Fatal result or a desired state that is safe to apply:
 //   - with an invalid spec, or before the TLS Secret a spec names is fetched, every observed
-//     composed resource desired exactly as it runs;
+//     composed resource desired as it runs: what Crossplane applied of it (its field
+//     manager's managedFields) or, without those, all of it, the function's annotations
+//     included (see held);
 //   - otherwise every Deployment sized within 1..policy.maxSize, with a restricted pod
 //     security context, and every object named with a valid DNS name;
 //   - an observed auth Secret with usable credentials is desired with the same credentials
@@ -107,8 +112,16 @@ func FuzzRunFunction(f *testing.F) {
 				if !ok {
 					t.Fatalf("invalid spec, yet %s is desired without being observed: it would be created", name)
 				}
-				if !proto.Equal(o.GetResource().GetFields()["spec"], r.GetResource().GetFields()["spec"]) {
+				// What Crossplane applied of it, or all of it: applying that changes nothing.
+				os, hs := o.GetResource().GetFields()["spec"], r.GetResource().GetFields()["spec"]
+				if appliedFields(o.GetResource(), composedFieldOwner(orig.GetObserved().GetComposite().GetResource())) == nil && !proto.Equal(os, hs) ||
+					!within(hs, os) {
 					t.Fatalf("invalid spec, yet the running %s would change", name)
+				}
+				for k, v := range get(o.GetResource(), "metadata", "annotations").GetStructValue().GetFields() {
+					if strings.HasPrefix(k, ownAnnotationPrefix) && !proto.Equal(v, get(r.GetResource(), "metadata", "annotations", k)) {
+						t.Fatalf("invalid spec, yet the annotation %s of the running %s would be dropped or changed", k, name)
+					}
 				}
 				continue
 			}
@@ -231,6 +244,45 @@ func checkSafe(t *testing.T, name string, s *structpb.Struct, maxSize int64) {
 	}
 }
 
+// within reports whether every value in a is in b at the same place: a field of an object, or
+// an item of a list in the same order.
+func within(a, b *structpb.Value) bool {
+	if a == nil {
+		return true
+	}
+	switch x := a.GetKind().(type) {
+	case *structpb.Value_StructValue:
+		bs := b.GetStructValue()
+		if bs == nil {
+			return false
+		}
+		for k, v := range x.StructValue.GetFields() {
+			bv, ok := bs.GetFields()[k]
+			if !ok || !within(v, bv) {
+				return false
+			}
+		}
+		return true
+	case *structpb.Value_ListValue:
+		bl := b.GetListValue()
+		if bl == nil {
+			return false
+		}
+		j := 0
+		for _, v := range x.ListValue.GetValues() {
+			for j < len(bl.GetValues()) && !within(v, bl.GetValues()[j]) {
+				j++
+			}
+			if j == len(bl.GetValues()) {
+				return false
+			}
+			j++
+		}
+		return true
+	}
+	return proto.Equal(a, b)
+}
+
 func jsonOf(s *structpb.Struct) string {
 	if s == nil {
 		return ""
@@ -313,4 +365,153 @@ func TestCredentialsKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCredentialsSequence replays sequences of specs against one Memcached with auth (the
+// platform's default), Crossplane applying every response (see cluster): valid resizes,
+// invalid specs of every kind (size over policy.maxSize, an image from another registry, a
+// TLS Secret that does not exist, a rotation that is no label value), new rotations, moves to
+// another cluster and back, function restarts (a new Function: no credential store, the
+// credentials only in the observed auth Secret), objects as a release before salts left them
+// (an auth Secret without a salt, pods with the unsalted digest), and a password set by hand in
+// the auth Secret. Each byte of ops is one reconcile. It checks that:
+//   - the credentials clients log in with change only on a valid spec asking for a rotation
+//     other than the one they were generated for, or when the auth Secret was gone (the
+//     Memcached ran elsewhere);
+//   - the pods roll (their credentials digest changes) only for credentials other than those
+//     they run with: never on an upgrade, an invalid spec or a restart;
+//   - the function never puts an unsalted digest on the pods: a password set after salts
+//     exist cannot be brute-forced from the pod template;
+//   - every response keeps credentialsKept's promises: no password in a condition or result,
+//     no credentials anywhere once the auth Secret is not desired.
+func FuzzCredentialsSequence(f *testing.F) {
+	f.Add([]byte{4, 0, 1, 0}, true) // The reproduction: create with r1, steady, size 9, size 3.
+	f.Add([]byte{4, 0, 1, 0}, false)
+	f.Add([]byte{0, 4, 1, 6, 0, 2, 0}, true)
+	f.Add([]byte{0, 8, 6, 0, 0}, true)
+	f.Add([]byte{0, 3, 5, 0, 7, 1, 0, 6, 0}, true)
+	f.Add([]byte{0, 6, 3, 6, 1, 6, 0, 4, 6, 0}, false)
+	f.Add([]byte{0, 9, 0, 6, 0, 10, 1, 0, 0}, true) // An upgrade, then a password set by hand.
+	f.Add([]byte{0, 10, 9, 1, 6, 0, 4, 0}, false)
+	f.Fuzz(func(t *testing.T, ops []byte, managedFields bool) {
+		if len(ops) > 32 {
+			ops = ops[:32]
+		}
+		c := newCluster(t, managedFields)
+		c.input.Fields["defaults"].GetStructValue().Fields["auth"] = structpb.NewStructValue(yamlStruct(t, "enabled: true"))
+		newFunction := sequenceFunctions()
+		fn := newFunction()
+		var (
+			rotation, generatedFor string
+			remote                 bool
+			size                   = 3
+			rotations, handSet     int
+			podsFor                credentials // The credentials the pods run with.
+		)
+		login := func(c credentials) credentials { return credentials{Username: c.Username, Password: c.Password} }
+		for i, op := range ops {
+			rot, image, tls, sz := rotation, "", "", size
+			switch op % 11 {
+			case 0: // A valid spec, here.
+				remote, size = false, 1+int(op/11)%3
+				sz = size
+			case 1:
+				sz = 9
+			case 2:
+				image = "evil.example.com/memcached:1.6.39"
+			case 3:
+				tls = "missing"
+			case 4: // A new rotation.
+				rotations++
+				rotation, remote = "r"+strconv.Itoa(rotations), false
+				rot = rotation
+			case 5:
+				rot = "-not-a-label-value-"
+			case 6:
+				fn = newFunction()
+				continue
+			case 7: // Elsewhere, where auth is off.
+				remote = true
+			case 8: // A new rotation with an invalid size: the rotation stays for later specs.
+				rotations++
+				rotation, rot, sz = "r"+strconv.Itoa(rotations), "r"+strconv.Itoa(rotations), 9
+			case 9: // As a release before salts left them.
+				c.beforeSalts()
+			case 10: // A password set by hand.
+				handSet++
+				c.setPassword("hunter" + strconv.Itoa(handSet))
+			}
+			spec := map[string]any{"size": sz}
+			if image != "" {
+				spec["image"] = image
+			}
+			if tls != "" {
+				spec["tls"] = map[string]any{"secretName": tls}
+			}
+			if remote {
+				spec["providerConfigRef"] = map[string]any{"name": "workload-eu"}
+			} else if rot != "" {
+				spec["auth"] = map[string]any{"rotation": rot}
+			}
+			j, _ := json.Marshal(spec)
+
+			before := c.credentials()
+			req, rsp := c.reconcile(fn, string(j))
+			after := c.credentials()
+			where := fmt.Sprintf("call %d (op %d, spec %s)", i, op%11, j)
+			if err := credentialsKept(req, rsp); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			valid := !hasReason(rsp, readiness.ReasonInvalidSpec) && len(rsp.GetConditions()) > 0
+			switch {
+			case after.Password == "":
+			case before.Password == "":
+				generatedFor = rot // New credentials: the Secret was not there.
+			case login(before) != login(after):
+				if !valid || remote || rot == generatedFor {
+					t.Fatalf("%s, valid %t: the credentials changed without a new rotation (they were generated for %q):\n%s",
+						where, valid, generatedFor, cmp.Diff(before, after))
+				}
+				generatedFor = rot
+			}
+			switch {
+			case after.PodDigest == "":
+			case before.PodDigest == "":
+				podsFor = login(after)
+			case before.PodDigest != after.PodDigest:
+				if login(after) == podsFor {
+					t.Fatalf("%s: the pods roll (digest %q → %q) for the credentials they run with", where, before.PodDigest, after.PodDigest)
+				}
+				if after.PodDigest == render.Digest([]byte(render.AuthFile(render.Auth{Username: after.Username, Password: after.Password}))) {
+					t.Fatalf("%s: the pods get the unsalted digest %q of their new credentials: it can be brute-forced offline", where, after.PodDigest)
+				}
+				podsFor = login(after)
+			}
+		}
+	})
+}
+
+// beforeSalts makes the auth Secret and the Deployment what a release before salts left:
+// no salt in the Secret, the unsalted digest of its credentials on the pod template.
+func (c *cluster) beforeSalts() {
+	s, d := c.objects[KeyAuthSecret].GetResource(), c.objects[KeyDeployment].GetResource()
+	if s == nil || d == nil {
+		return
+	}
+	delete(get(s, "data").GetStructValue().GetFields(), render.AuthSaltKey)
+	cr := c.credentials()
+	setPath(d, structpb.NewStringValue(render.Digest([]byte(render.AuthFile(render.Auth{Username: cr.Username, Password: cr.Password})))),
+		"spec", "template", "metadata", "annotations", render.AnnotationCredentials)
+}
+
+// setPassword sets the password in the auth Secret, as a person would by hand (auth file too).
+func (c *cluster) setPassword(pw string) {
+	s := c.objects[KeyAuthSecret].GetResource()
+	if s == nil {
+		return
+	}
+	data := get(s, "data").GetStructValue()
+	u := secretData(s, render.ConnectionUsername)[render.ConnectionUsername]
+	data.Fields[render.ConnectionPassword] = structpb.NewStringValue(base64.StdEncoding.EncodeToString([]byte(pw)))
+	data.Fields[render.AuthFileKey] = structpb.NewStringValue(base64.StdEncoding.EncodeToString([]byte(string(u) + ":" + pw + "\n")))
 }

@@ -49,13 +49,33 @@ func newCredentialStore() *credentialStore {
 // rotation therefore replaces the credentials once, even when Crossplane sends an auth
 // Secret it has not seen change yet; so does deleting the auth Secret, unless a reconcile
 // working from a copy read before the deletion applies it again.
-func (c *credentialStore) get(key, rotation string, observed *structpb.Struct) (render.Auth, error) {
+//
+// Credentials of an auth Secret from before salts (render.CredentialsDigest) keep no salt
+// while the pods of the observed Deployment (nil when not observed) run with their unsalted
+// digest: an upgrade restarts no pod and changes no credential. Otherwise the pods start or
+// restart for these credentials anyway (a password set by hand, a Deployment recreated), and
+// the credentials get a salt: a password set after the upgrade is never behind an unsalted
+// digest.
+func (c *credentialStore) get(key, rotation string, observed, deployment *structpb.Struct) (render.Auth, error) {
 	key += "\x00" + rotation
 	if observed != nil && str(observed, "metadata", "annotations", render.AnnotationRotation) == rotation {
-		if a, ok := resolve.Credentials(secretData(observed, render.ConnectionUsername, render.ConnectionPassword)); ok {
+		if a, ok := resolve.Credentials(secretData(observed, render.ConnectionUsername, render.ConnectionPassword, render.AuthSaltKey)); ok {
+			running := str(deployment, "spec", "template", "metadata", "annotations", render.AnnotationCredentials)
 			c.mu.Lock()
-			delete(c.pending, key)
-			c.mu.Unlock()
+			defer c.mu.Unlock()
+			if a.Salt != "" || running == render.CredentialsDigest(a) {
+				delete(c.pending, key)
+				return a, nil
+			}
+			if p, ok := c.pending[key]; ok && p.Username == a.Username && p.Password == a.Password && p.Salt != "" {
+				return p, nil
+			}
+			salt, err := resolve.NewSalt(c.random())
+			if err != nil {
+				return render.Auth{}, err
+			}
+			a.Salt = salt
+			c.remember(key, a)
 			return a, nil
 		}
 	}
@@ -68,6 +88,12 @@ func (c *credentialStore) get(key, rotation string, observed *structpb.Struct) (
 	if err != nil {
 		return render.Auth{}, err
 	}
+	c.remember(key, a)
+	return a, nil
+}
+
+// remember keeps a under key until its auth Secret is observed; c.mu is held.
+func (c *credentialStore) remember(key string, a render.Auth) {
 	if len(c.pending) >= maxPendingCredentials {
 		for k := range c.pending { // Forget one at random; it is generated again if needed.
 			delete(c.pending, k)
@@ -75,7 +101,6 @@ func (c *credentialStore) get(key, rotation string, observed *structpb.Struct) (
 		}
 	}
 	c.pending[key] = a
-	return a, nil
 }
 
 // secretData decodes the named keys of a Secret's data (base64 strings in the Struct); a key

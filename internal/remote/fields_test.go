@@ -19,6 +19,7 @@ var notCarried = map[string]string{
 	"Auth.Username":                     "authentication is not supported in another cluster yet",
 	"Auth.Password":                     "authentication is not supported in another cluster yet",
 	"Auth.Rotation":                     "authentication is not supported in another cluster yet",
+	"Auth.Salt":                         "authentication is not supported in another cluster yet",
 	"AuthProxyImage":                    "authentication is not supported in another cluster yet",
 	"TLS.SecretName":                    "TLS is not supported in another cluster yet",
 	"TLS.Certificate":                   "TLS is not supported in another cluster yet",

@@ -84,6 +84,11 @@ type Auth struct {
 	// Rotation is the claim's spec.auth.rotation these credentials were generated for; the
 	// auth Secret records it (AnnotationRotation).
 	Rotation string
+	// Salt keys the pod template's digest of the credentials (CredentialsDigest), so that
+	// the digest, which anyone who may read the Deployment reads, tells nothing about the
+	// password; the auth Secret keeps it (AuthSaltKey). Empty for credentials from before
+	// salts, whose pods keep the unsalted digest they run with.
+	Salt string
 }
 
 // TLS is what memcached serves TLS with: the last pair the tenant's Secret held that

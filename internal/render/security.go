@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -29,6 +30,9 @@ const (
 	AnnotationTLSSource = "cache.example.com/tls-source"
 	// AuthFileKey is the auth Secret's key holding memcached's --auth-file: "username:password".
 	AuthFileKey = "auth-file"
+	// AuthSaltKey is the auth Secret's key holding the salt of the pod template's digest of
+	// the credentials (see CredentialsDigest).
+	AuthSaltKey = "credentials-salt"
 
 	// AnnotationCredentials and AnnotationCertificate, on the pod template, carry digests of
 	// the credentials and of the certificate: memcached reads both only when it starts, so a
@@ -89,13 +93,31 @@ func AuthFile(a Auth) string {
 }
 
 // Digest is a short SHA-256 digest of b, for pod template annotations that must change when
-// a Secret the pods read at start changes. 64 bits identify a version; they reveal nothing
-// usable about a generated 32-character password (190 bits of entropy).
+// a Secret the pods read at start changes: 64 bits identify a version. Unkeyed, it is for
+// what is not secret to whoever reads the pod template (a certificate; the key beside it
+// has 256 bits or more of entropy); credentials get CredentialsDigest.
 func Digest(b ...[]byte) string {
 	h := sha256.New()
 	for _, p := range b {
 		h.Write(p)
 	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// CredentialsDigest is the pod template's digest of credentials a: an HMAC-SHA256 of the
+// auth file keyed with a's salt, cut to 64 bits, which identify a version. Anyone who may
+// read a Deployment (the view role) reads it, and only who may read the auth Secret has the
+// salt: without it, no password, however weak, can be tried against the digest offline.
+// Credentials without a salt (an auth Secret from before salts) keep the unsalted Digest
+// their pods run with, so that an upgrade neither restarts pods nor touches credentials; the
+// function gives them a salt when their pods restart for them anyway (see fn's
+// credentialStore).
+func CredentialsDigest(a Auth) string {
+	if a.Salt == "" {
+		return Digest([]byte(AuthFile(a)))
+	}
+	h := hmac.New(sha256.New, []byte(a.Salt))
+	h.Write([]byte(AuthFile(a)))
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
@@ -107,15 +129,19 @@ func AuthSecret(m Memcached) *corev1.Secret {
 	if m.Auth.Rotation != "" {
 		meta.Annotations = map[string]string{AnnotationRotation: m.Auth.Rotation}
 	}
+	data := map[string][]byte{
+		ConnectionUsername: []byte(m.Auth.Username),
+		ConnectionPassword: []byte(m.Auth.Password),
+		AuthFileKey:        []byte(AuthFile(*m.Auth)),
+	}
+	if m.Auth.Salt != "" {
+		data[AuthSaltKey] = []byte(m.Auth.Salt)
+	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			ConnectionUsername: []byte(m.Auth.Username),
-			ConnectionPassword: []byte(m.Auth.Password),
-			AuthFileKey:        []byte(AuthFile(*m.Auth)),
-		},
+		Data:       data,
 	}
 }
 
@@ -298,7 +324,7 @@ func podAnnotations(m Memcached) map[string]string {
 	}
 	a := map[string]string{}
 	if m.Auth != nil {
-		a[AnnotationCredentials] = Digest([]byte(AuthFile(*m.Auth)))
+		a[AnnotationCredentials] = CredentialsDigest(*m.Auth)
 	}
 	if m.TLS != nil {
 		a[AnnotationCertificate] = m.TLS.Digest

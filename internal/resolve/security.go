@@ -34,6 +34,14 @@ const (
 	PasswordLength = 32
 	// MaxCredentialLength bounds a username or password read back from an auth Secret.
 	MaxCredentialLength = 128
+	// SaltLength is the length of generated salts of the credentials digest: 256 random
+	// bits, as many as the HMAC-SHA256 key holds.
+	SaltLength = 32
+	// MinSaltLength and MaxSaltLength bound a salt read back from an auth Secret; one outside
+	// them is no salt (a hand-edited Secret), and the credentials get a new one when their
+	// pods next restart for them.
+	MinSaltLength = 16
+	MaxSaltLength = 64
 )
 
 // security resolves spec's authentication, TLS and NetworkPolicy into m, which must already
@@ -338,13 +346,19 @@ func certificates(b []byte) ([]*x509.Certificate, error) {
 // Credentials reads the credentials back from the data of an observed auth Secret. ok is
 // false when they cannot be used — a key missing, empty, too long, or holding a character
 // memcached's auth file or its text protocol cannot carry (whitespace, or ':' in the
-// username) — and new ones must be generated.
+// username) — and new ones must be generated. The salt of their digest is read too: empty
+// when the Secret has none (it predates salts) or one of a length outside
+// MinSaltLength..MaxSaltLength.
 func Credentials(data map[string][]byte) (a render.Auth, ok bool) {
 	u, pw := string(data[render.ConnectionUsername]), string(data[render.ConnectionPassword])
 	if !credential(u) || strings.Contains(u, ":") || !credential(pw) {
 		return render.Auth{}, false
 	}
-	return render.Auth{Username: u, Password: pw}, true
+	a = render.Auth{Username: u, Password: pw}
+	if salt := data[render.AuthSaltKey]; len(salt) >= MinSaltLength && len(salt) <= MaxSaltLength {
+		a.Salt = string(salt)
+	}
+	return a, true
 }
 
 // credential reports whether s is 1 to MaxCredentialLength printable ASCII characters without
@@ -366,7 +380,8 @@ func credential(s string) bool {
 const alphanumerics = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 // NewCredentials generates credentials from random (crypto/rand.Reader outside tests): user
-// Username and a password of PasswordLength alphanumerics, each drawn without bias.
+// Username, a password of PasswordLength alphanumerics, each drawn without bias, and the salt
+// of their digest (NewSalt).
 func NewCredentials(random io.Reader) (render.Auth, error) {
 	pw := make([]byte, 0, PasswordLength)
 	buf := make([]byte, PasswordLength*2)
@@ -382,5 +397,19 @@ func NewCredentials(random io.Reader) (render.Auth, error) {
 			}
 		}
 	}
-	return render.Auth{Username: Username, Password: string(pw)}, nil
+	salt, err := NewSalt(random)
+	if err != nil {
+		return render.Auth{}, err
+	}
+	return render.Auth{Username: Username, Password: string(pw), Salt: salt}, nil
+}
+
+// NewSalt generates the salt of a credentials digest (render.CredentialsDigest): SaltLength
+// bytes of random.
+func NewSalt(random io.Reader) (string, error) {
+	salt := make([]byte, SaltLength)
+	if _, err := io.ReadFull(random, salt); err != nil {
+		return "", errors.Wrap(err, "cannot generate the salt of the credentials digest")
+	}
+	return string(salt), nil
 }

@@ -340,6 +340,7 @@ func TestCredentials(t *testing.T) {
 		reason string
 		data   map[string][]byte
 		ok     bool
+		salt   string
 	}{
 		"Generated":   {reason: "What the function generated reads back.", data: map[string][]byte{"username": []byte("memcached"), "password": []byte("abcDEF123")}, ok: true},
 		"Punctuation": {reason: "Printable ASCII passwords a person set are kept.", data: map[string][]byte{"username": []byte("app"), "password": []byte("p@ss:w0rd!")}, ok: true},
@@ -348,6 +349,12 @@ func TestCredentials(t *testing.T) {
 		"ColonInUser": {reason: "The auth file separates them by a colon.", data: map[string][]byte{"username": []byte("a:b"), "password": []byte("x")}},
 		"TooLong":     {reason: "Bounded.", data: map[string][]byte{"username": []byte("memcached"), "password": bytes.Repeat([]byte("x"), MaxCredentialLength+1)}},
 		"Newline":     {reason: "A newline would end the auth file's line.", data: map[string][]byte{"username": []byte("memcached"), "password": []byte("x\ny")}},
+		"Salt": {reason: "The salt of the digest reads back with the credentials.", ok: true, salt: "0123456789abcdef",
+			data: map[string][]byte{"username": []byte("memcached"), "password": []byte("x"), "credentials-salt": []byte("0123456789abcdef")}},
+		"NoSalt": {reason: "An auth Secret from before salts is still usable, without one.", ok: true,
+			data: map[string][]byte{"username": []byte("memcached"), "password": []byte("x")}},
+		"ShortSalt": {reason: "A salt shorter than MinSaltLength (a hand edit) is no salt.", ok: true,
+			data: map[string][]byte{"username": []byte("memcached"), "password": []byte("x"), "credentials-salt": []byte("short")}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -355,7 +362,7 @@ func TestCredentials(t *testing.T) {
 			if ok != tc.ok {
 				t.Fatalf("%s\nCredentials(...): want ok %t, got %t", tc.reason, tc.ok, ok)
 			}
-			if ok && (got.Username != string(tc.data["username"]) || got.Password != string(tc.data["password"])) {
+			if ok && (got.Username != string(tc.data["username"]) || got.Password != string(tc.data["password"]) || got.Salt != tc.salt) {
 				t.Errorf("%s\nCredentials(...) = %+v", tc.reason, got)
 			}
 		})
@@ -372,18 +379,22 @@ func TestNewCredentials(t *testing.T) {
 		if a.Username != Username || len(a.Password) != PasswordLength || strings.Trim(a.Password, alphanumerics) != "" {
 			t.Fatalf("NewCredentials() = %+v: want user %s and %d alphanumerics", a, Username, PasswordLength)
 		}
-		if _, ok := Credentials(map[string][]byte{"username": []byte(a.Username), "password": []byte(a.Password)}); !ok {
-			t.Fatalf("generated credentials %+v do not read back", a)
+		if got, ok := Credentials(render.AuthSecret(render.Memcached{Name: "sessions", Auth: &a}).Data); !ok || got != a {
+			t.Fatalf("generated credentials %+v read back from their auth Secret as %+v, %t", a, got, ok)
 		}
-		if seen[a.Password] {
-			t.Fatalf("NewCredentials() repeated a password")
+		if seen[a.Password] || seen[a.Salt] {
+			t.Fatalf("NewCredentials() repeated a password or a salt")
 		}
-		seen[a.Password] = true
+		seen[a.Password], seen[a.Salt] = true, true
 	}
 	// Bytes at and above 248 are rejected, not folded onto the first characters.
-	a, err := NewCredentials(bytes.NewReader(append(bytes.Repeat([]byte{255}, 64), bytes.Repeat([]byte{1}, 64)...)))
+	a, err := NewCredentials(bytes.NewReader(append(append(bytes.Repeat([]byte{255}, 64), bytes.Repeat([]byte{1}, 64)...), bytes.Repeat([]byte{7}, SaltLength)...)))
 	if err != nil || a.Password != strings.Repeat("B", PasswordLength) {
 		t.Errorf("NewCredentials(biased bytes) = %q, %v: want only the unbiased bytes used", a.Password, err)
+	}
+	// The salt comes after the password, from bytes of its own.
+	if a.Salt != strings.Repeat("\x07", SaltLength) {
+		t.Errorf("NewCredentials(...).Salt = %q: want the %d bytes after the password's", a.Salt, SaltLength)
 	}
 	if _, err := NewCredentials(bytes.NewReader(nil)); err == nil {
 		t.Error("NewCredentials(empty reader): want an error")

@@ -89,10 +89,21 @@ func TestAuthCredentials(t *testing.T) {
 		}
 		waitAvailable(t, claimGVK, ns, "sessions", 2)
 		wantCredentials(t, ns, "sessions", rotated)
+		// The pod template's digest is keyed with the auth Secret's salt: whoever may read
+		// the Deployment (the view role) cannot try passwords against it offline.
+		s, err = env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, "sessions-auth", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unsalted := render.Digest(s.Data["auth-file"])
+		if got := deployment(t, ns, "sessions").Spec.Template.Annotations[render.AnnotationCredentials]; len(s.Data[render.AuthSaltKey]) != 32 || got == unsalted {
+			t.Errorf("auth Secret salt of %d bytes, pod template digest %q (the unsalted digest is %q): want a 32-byte salt keying it", len(s.Data[render.AuthSaltKey]), got, unsalted)
+		}
 	})
 	rotated := connectionDetails(t, ns, "sessions-memcached")["password"]
 
-	t.Run("an invalid resize keeps the credentials", func(t *testing.T) {
+	t.Run("an invalid resize, once fixed, keeps the credentials and the pods", func(t *testing.T) {
+		digest := deployment(t, ns, "sessions").Spec.Template.Annotations[render.AnnotationCredentials]
 		resize(t, claimGVK, ns, "sessions", 9)
 		waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec", func(m memcached) error {
 			if m.AvailableReason != "InvalidSpec" {
@@ -103,6 +114,19 @@ func TestAuthCredentials(t *testing.T) {
 		wantCredentials(t, ns, "sessions", rotated)
 		resize(t, claimGVK, ns, "sessions", 2)
 		waitAvailable(t, claimGVK, ns, "sessions", 2)
+		// Holding the auth Secret while the spec was invalid kept what the function set on
+		// it, the rotation it records included: the fixed spec finds its credentials.
+		wantCredentials(t, ns, "sessions", rotated)
+		s, err := env.Kube.Typed.CoreV1().Secrets(ns).Get(ctx, "sessions-auth", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Annotations[render.AnnotationRotation]; got != "2026-12-01" {
+			t.Errorf("after the invalid spec, the auth Secret records rotation %q, want 2026-12-01", got)
+		}
+		if got := deployment(t, ns, "sessions").Spec.Template.Annotations[render.AnnotationCredentials]; got != digest {
+			t.Errorf("the pods rolled: the pod template's %s went from %q to %q", render.AnnotationCredentials, digest, got)
+		}
 	})
 }
 
