@@ -47,6 +47,8 @@ func scheduling(p *field.Path, sc *cachev1alpha1.Scheduling, m *render.Memcached
 		}
 		if err := allowedKey(tp.Child("key"), t.Key, s.AllowedTolerationKeys, "policy.scheduling.allowedTolerationKeys"); err != nil {
 			errs = append(errs, err)
+		} else if why := systemTaint(t.Key); why != "" && s.AllowedTolerationKeys == nil {
+			errs = append(errs, field.Invalid(tp.Child("key"), t.Key, "must not be "+why+" unless policy.scheduling.allowedTolerationKeys names it"))
 		}
 	}
 	if pc := sc.PriorityClassName; pc != "" {
@@ -97,6 +99,30 @@ func allowedKey(p *field.Path, key string, allowed []string, policy string) *fie
 		return field.Invalid(p, key, "must not be a "+NodeRolePrefix+" key, which marks control-plane and dedicated nodes, unless "+policy+" names it")
 	}
 	return nil
+}
+
+// systemTaintPrefixes begin the taint keys Kubernetes and cloud providers set on nodes
+// themselves: tolerating node.kubernetes.io/unschedulable puts pods on cordoned and draining
+// nodes, node.kubernetes.io/unreachable keeps them bound to dead ones, and an uninitialized
+// cloud node is not ready for anyone's pods. Node labels under these prefixes (the
+// well-known node.kubernetes.io/instance-type) stay selectable.
+var systemTaintPrefixes = []string{"node.kubernetes.io/", "node.cloudprovider.kubernetes.io/"}
+
+// criticalAddonsOnly is the taint of system node pools (AKS, k3s servers), kept for the
+// cluster's add-ons.
+const criticalAddonsOnly = "CriticalAddonsOnly"
+
+// systemTaint says what key is when it is a taint the cluster keeps for itself, "" otherwise.
+func systemTaint(key string) string {
+	if key == criticalAddonsOnly {
+		return "CriticalAddonsOnly, the taint of system node pools,"
+	}
+	for _, p := range systemTaintPrefixes {
+		if strings.HasPrefix(key, p) {
+			return "a " + p + " taint, which Kubernetes sets on cordoned, unreachable or unready nodes,"
+		}
+	}
+	return ""
 }
 
 // toleration checks t as the API server validates a pod's tolerations.

@@ -67,6 +67,24 @@ func TestSchedulingPolicy(t *testing.T) {
 				`spec.scheduling.tolerations[1].key: Invalid value: "node-role.kubernetes.io/master": must not be a node-role.kubernetes.io/ key, which marks control-plane and dedicated nodes, unless policy.scheduling.allowedTolerationKeys names it`,
 			}},
 		},
+		"SystemTaintsByDefault": {
+			reason: "Tolerating the taints Kubernetes and cloud providers set (cordoned, unreachable, system pools) is refused too; their node labels stay selectable.",
+			args: args{sc: &v1alpha1.Scheduling{
+				NodeSelector: map[string]string{"node.kubernetes.io/instance-type": "m5.large"},
+				Tolerations: []corev1.Toleration{
+					exists("node.kubernetes.io/unschedulable"),
+					{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+					exists("node.cloudprovider.kubernetes.io/uninitialized"),
+					exists("CriticalAddonsOnly"),
+				},
+			}},
+			want: want{errs: []string{
+				`spec.scheduling.tolerations[0].key: Invalid value: "node.kubernetes.io/unschedulable": must not be a node.kubernetes.io/ taint, which Kubernetes sets on cordoned, unreachable or unready nodes, unless policy.scheduling.allowedTolerationKeys names it`,
+				`spec.scheduling.tolerations[1].key: Invalid value: "node.kubernetes.io/unreachable": must not be a node.kubernetes.io/ taint, which Kubernetes sets on cordoned, unreachable or unready nodes, unless policy.scheduling.allowedTolerationKeys names it`,
+				`spec.scheduling.tolerations[2].key: Invalid value: "node.cloudprovider.kubernetes.io/uninitialized": must not be a node.cloudprovider.kubernetes.io/ taint, which Kubernetes sets on cordoned, unreachable or unready nodes, unless policy.scheduling.allowedTolerationKeys names it`,
+				`spec.scheduling.tolerations[3].key: Invalid value: "CriticalAddonsOnly": must not be CriticalAddonsOnly, the taint of system node pools, unless policy.scheduling.allowedTolerationKeys names it`,
+			}},
+		},
 		"OtherKeysByDefault": {
 			reason: "Without a policy, keys of the platform's own pools still work as before.",
 			args: args{sc: &v1alpha1.Scheduling{
