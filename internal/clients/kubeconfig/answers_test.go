@@ -143,4 +143,6 @@ func TestUntrusted(t *testing.T) {
 			}
 		})
 	}
+	testHugeAnswers(t)
+	t.Run("HugeWatchStream", testHugeWatch)
 }
