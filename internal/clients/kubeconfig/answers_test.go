@@ -145,4 +145,5 @@ func TestUntrusted(t *testing.T) {
 	}
 	testHugeAnswers(t)
 	t.Run("HugeWatchStream", testHugeWatch)
+	t.Run("TransportErrorsNameNoPeer", testTransportErrorsNameNoPeer)
 }

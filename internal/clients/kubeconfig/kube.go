@@ -205,6 +205,11 @@ func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
 		return nil, errors.Wrap(err, "cannot use kubeconfig")
 	}
 	rc.UserAgent = UserAgent
+	if namespaced {
+		// Before Guard, so that it wraps the transport closest: the errors of Untrusted's
+		// bounds pass as they are.
+		rc.Wrap(Conceal)
+	}
 	return Guard(rc), nil
 }
 
