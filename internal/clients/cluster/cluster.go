@@ -178,8 +178,9 @@ func (c *Cluster) startWatches(namespace string) (*watches, error) {
 	n.health = newHealth(func() { c.wake(n.registered()) })
 
 	rc := rest.CopyConfig(c.watch)
+	b := newBudget()
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &transport{next: rt, host: c.Host, health: n.health}
+		return &transport{next: rt, host: c.Host, health: n.health, budget: b}
 	})
 	timeout := c.opts.WatchTimeout
 	cch, err := cache.New(rc, cache.Options{
