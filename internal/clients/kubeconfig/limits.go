@@ -49,7 +49,7 @@ func limit(req *http.Request, rsp *http.Response) {
 	}
 	rsp.Body = b
 	if what == "answer" {
-		rsp.Body = buffered(b)
+		rsp.Body = buffered(b, rsp.ContentLength)
 	}
 }
 
@@ -58,11 +58,19 @@ func limit(req *http.Request, rsp *http.Response) {
 // reads a whole answer into a slice it grows by copying, which for an answer cut at the
 // bound would allocate several times the bound; read this way the provider allocates about
 // once what came, and client-go makes its copy only of an answer within the bound.
-func buffered(body io.ReadCloser) io.ReadCloser {
+//
+// The first chunk fits an answer of length (when known, and small) and its end; the next
+// ones double up to 64 KiB, so that a small answer costs little more than itself.
+func buffered(body io.ReadCloser, length int64) io.ReadCloser {
 	defer func() { _ = body.Close() }()
 	var chunks []io.Reader
+	size := 4 << 10
+	if length >= 0 && length < 64<<10 {
+		size = int(length) + 1
+	}
 	for {
-		c := make([]byte, 64<<10)
+		c := make([]byte, size)
+		size = min(2*size, 64<<10)
 		n, err := io.ReadFull(body, c)
 		if n > 0 {
 			chunks = append(chunks, bytes.NewReader(c[:n]))
