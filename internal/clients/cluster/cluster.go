@@ -7,6 +7,8 @@
 // in the target cluster wakes the Instance it belongs to within the watch's latency; and a
 // namespace whose watches fail (the cluster is gone, credentials were revoked, permissions
 // withdrawn) is reported as such, waking every Instance there, and again when it recovers.
+// What the watches of one kind in one namespace hold is bounded (MaxWatched): a target
+// cluster's server, which a tenant may run, cannot grow the provider's memory without end.
 package cluster
 
 import (
@@ -178,8 +180,9 @@ func (c *Cluster) startWatches(namespace string) (*watches, error) {
 	n.health = newHealth(func() { c.wake(n.registered()) })
 
 	rc := rest.CopyConfig(c.watch)
+	b := newBudget()
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &transport{next: rt, host: c.Host, health: n.health}
+		return &transport{next: rt, host: c.Host, health: n.health, budget: b}
 	})
 	timeout := c.opts.WatchTimeout
 	cch, err := cache.New(rc, cache.Options{

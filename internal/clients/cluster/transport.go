@@ -28,16 +28,20 @@ var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"cluster", "verb", "code"})
 
 // transport counts each request to a target cluster and, when health is set, records what it
-// came to.
+// came to; when budget is set, it bounds what the watches read between lists.
 type transport struct {
 	next   http.RoundTripper
 	host   string
 	health *health
+	budget *budget
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := t.next.RoundTrip(req)
 	resource, verb := describe(req)
+	if t.budget != nil && err == nil && rsp != nil && rsp.StatusCode == http.StatusOK && resource != "" {
+		t.budget.spend(req, resource, verb, rsp)
+	}
 	code := "error"
 	if rsp != nil {
 		code = strconv.Itoa(rsp.StatusCode)
@@ -172,3 +176,69 @@ var statusCodecs = func() serializer.CodecFactory {
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return serializer.NewCodecFactory(s)
 }()
+
+// MaxWatched bounds what the watches of one resource in one namespace read between two
+// lists. Each watch stream is bounded on its own (kubeconfig.MaxWatch), but a watch that ends
+// as a server may end it is renewed at once, from where it was, keeping what it added: a
+// server that ended every stream just within the bound would have the provider's cache grow
+// without end. With the budget, what an informer holds is at most one list (or the initial
+// events of one watch that sends them) and MaxWatched of changes; once it is spent the watch
+// fails, and client-go's reflector backs off and lists again, which replaces what it held.
+const MaxWatched = 8 << 20
+
+// budget is what the watches of one namespace may still read of each resource before they
+// list again.
+type budget struct {
+	mu   sync.Mutex
+	left map[string]int64
+}
+
+func newBudget() *budget {
+	return &budget{left: map[string]int64{}}
+}
+
+// spend renews resource's budget when rsp is a list (or a watch that sends its initial
+// events, which replaces what the informer holds too), and makes a watch's body spend it.
+func (b *budget) spend(req *http.Request, resource, verb string, rsp *http.Response) {
+	initial := req.URL.Query().Get("sendInitialEvents") == "true"
+	switch {
+	case verb == "LIST" || verb == "WATCH" && initial:
+		b.mu.Lock()
+		b.left[resource] = MaxWatched
+		b.mu.Unlock()
+	}
+	if verb == "WATCH" && rsp.Body != nil {
+		rsp.Body = &spending{body: rsp.Body, budget: b, resource: resource}
+	}
+}
+
+// take spends n bytes of resource's budget, and says whether it lasted. A resource never
+// listed has a full budget.
+func (b *budget) take(resource string, n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	left, ok := b.left[resource]
+	if !ok {
+		left = MaxWatched
+	}
+	b.left[resource] = left - int64(n)
+	return left-int64(n) >= 0
+}
+
+// spending is the body of a watch, which spends its resource's budget.
+type spending struct {
+	body     io.ReadCloser
+	budget   *budget
+	resource string
+}
+
+func (s *spending) Read(p []byte) (int, error) {
+	n, err := s.body.Read(p)
+	if n > 0 && !s.budget.take(s.resource, n) {
+		_ = s.body.Close()
+		return 0, errors.Errorf("the watches of %s read more than %d bytes (%d MiB) since they last listed, the most the provider holds of one resource in one namespace: they list again", s.resource, MaxWatched, MaxWatched>>20)
+	}
+	return n, err
+}
+
+func (s *spending) Close() error { return s.body.Close() }

@@ -37,12 +37,18 @@ func Guard(rc *rest.Config) *rest.Config {
 //     namespaced ProviderConfig verified with its own CA could thus make the provider
 //     send requests from its own network position anywhere. The answer becomes a failure
 //     Status naming the status code, and the Location goes.
+//
 //   - a failed answer (3xx, 4xx, 5xx) reaches the client only as a Kubernetes Status, which
 //     is what an API server answers with. Any other body (an HTML page, a service's data)
 //     is replaced by a Status with the code, its reason and the standard status text, so
 //     that it never reaches an Instance's conditions or events.
 //
-// Successful answers pass as they are.
+//   - a successful answer is read up to a bound, MaxAnswer, or MaxWatch for a watch stream:
+//     a server that answers with a huge object or an endless stream would otherwise have
+//     the provider, which every tenant shares, read it into memory until it is killed. The
+//     bound reached, reading fails with an error that names it.
+//
+// Successful answers pass as they are otherwise.
 func Untrusted(next http.RoundTripper) http.RoundTripper {
 	return untrusted{next: next}
 }
@@ -53,8 +59,12 @@ type untrusted struct {
 
 func (u untrusted) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := u.next.RoundTrip(req)
-	if err != nil || rsp == nil || rsp.StatusCode < http.StatusMultipleChoices {
+	if err != nil || rsp == nil {
 		return rsp, err
+	}
+	if rsp.StatusCode < http.StatusMultipleChoices {
+		limit(req, rsp)
+		return rsp, nil
 	}
 	redirect := rsp.StatusCode < http.StatusBadRequest
 	rsp.Header.Del("Location")

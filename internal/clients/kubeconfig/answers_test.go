@@ -143,4 +143,7 @@ func TestUntrusted(t *testing.T) {
 			}
 		})
 	}
+	testHugeAnswers(t)
+	t.Run("HugeWatchStream", testHugeWatch)
+	t.Run("TransportErrorsNameNoPeer", testTransportErrorsNameNoPeer)
 }

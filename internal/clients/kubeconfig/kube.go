@@ -12,9 +12,12 @@
 // insecure-skip-tls-verify and proxy-url are refused there, since they would let whoever
 // writes the Secret point the provider's requests somewhere else unnoticed. Whatever the
 // kubeconfig, no client of a target cluster follows a redirect, and a failed answer reaches
-// the provider's errors, and so Instances' conditions and events, only as a Kubernetes Status
-// (Untrusted): the server cannot send the provider on to a plain-http service from the
-// provider's own network position, nor have it repeat what it said.
+// the provider's errors, and so Instances' conditions and events, only as a Kubernetes Status,
+// and a successful one is read up to a bound (Untrusted): the server cannot send the provider
+// on to a plain-http service from the provider's own network position, nor have it repeat what
+// it said, nor exhaust its memory. A namespaced ProviderConfig's transport errors say only
+// that the server cannot be reached (Conceal): what listens where in the provider's network is
+// none of its tenant's business.
 package kubeconfig
 
 import (
@@ -205,6 +208,11 @@ func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
 		return nil, errors.Wrap(err, "cannot use kubeconfig")
 	}
 	rc.UserAgent = UserAgent
+	if namespaced {
+		// Before Guard, so that it wraps the transport closest: the errors of Untrusted's
+		// bounds pass as they are.
+		rc.Wrap(Conceal)
+	}
 	return Guard(rc), nil
 }
 
