@@ -39,7 +39,9 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 		if t, errs = resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now); len(errs) > 0 {
 			return nil, errs
 		}
-		f.tlsVerdicts.put(k, t, resolve.TLSSecretExpiry(secret))
+		if tlsBytes(secret) <= maxRememberedTLSBytes {
+			f.tlsVerdicts.put(k, t, resolve.TLSSecretExpiry(secret))
+		}
 	}
 	served := *t // The remembered verdict is shared: the digest is this call's.
 	served.Digest = loadedDigest(o, t.Digest)
@@ -48,6 +50,13 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 
 // maxTLSVerdicts bounds the remembered TLS verdicts: one per distinct TLS Secret content.
 const maxTLSVerdicts = 1024
+
+// maxRememberedTLSBytes is the largest TLS Secret (tls.crt, tls.key and ca.crt together)
+// whose acceptance is remembered. A verdict keeps the pair it accepted, and a Secret may hold
+// up to 1 MiB: without this bound, one tenant rewriting its Secret with padded, valid chains
+// could make the shared function hold a gigabyte. A real chain and key take a few KiB; a
+// larger Secret is checked on every call instead, costing its own tenant the time.
+const maxRememberedTLSBytes = 64 << 10
 
 // tlsVerdicts remembers the TLS Secrets resolve accepted, by content, until the earliest
 // expiry among their certificates: checking a pair costs a few hundred microseconds (parsing
@@ -88,6 +97,11 @@ func (c *tlsVerdicts) put(key [sha256.Size]byte, t *render.TLS, until time.Time)
 		}
 	}
 	c.m[key] = tlsVerdict{tls: t, until: until}
+}
+
+// tlsBytes is the size of what resolve.TLSSecret reads of secret.
+func tlsBytes(secret *corev1.Secret) int {
+	return len(secret.Data[corev1.TLSCertKey]) + len(secret.Data[corev1.TLSPrivateKeyKey]) + len(secret.Data[corev1.ServiceAccountRootCAKey])
 }
 
 // tlsVerdictKey identifies everything a verdict of resolve.TLSSecret depends on but the time:

@@ -1,7 +1,9 @@
 package fn
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestTLSExpiresWhileRunning drives one Function through the tls-steady request at three
@@ -52,6 +56,45 @@ func TestTLSExpiresWhileRunning(t *testing.T) {
 					t.Errorf("%s\n%s is not held", tc.reason, k)
 				}
 			}
+		}
+	}
+}
+
+// TestTLSVerdictsBounded: the function remembers an accepted TLS Secret of ordinary size, and
+// accepts but does not remember one padded past maxRememberedTLSBytes (its ca.crt the same CA
+// many times over), so that no tenant can make the shared function hold its Secrets' bytes a
+// thousand times over by rewriting one.
+func TestTLSVerdictsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		reason   string
+		copies   int
+		remember int
+	}{
+		{reason: "An ordinary pair is remembered.", copies: 1, remember: 1},
+		{reason: "A padded pair is accepted and checked again on every call.", copies: 200, remember: 0},
+	} {
+		req := &fnv1.RunFunctionRequest{}
+		readProtoYAML(t, filepath.Join("testdata", "tls-steady", "request.yaml"), req)
+		data := req.GetRequiredResources()["memcached-tls-secret"].GetItems()[0].GetResource().GetFields()["data"].GetStructValue().GetFields()
+		ca, err := base64.StdEncoding.DecodeString(data[corev1.ServiceAccountRootCAKey].GetStringValue())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[corev1.ServiceAccountRootCAKey] = structpb.NewStringValue(base64.StdEncoding.EncodeToString(bytes.Repeat(ca, tc.copies)))
+
+		f := New(logging.NewNopLogger())
+		f.now = func() time.Time { return fixtureTime }
+		rsp, err := f.RunFunction(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rsp.GetConditions() {
+			if c.GetType() == ConditionAvailable && c.GetReason() != "Available" {
+				t.Errorf("%s\nAvailable reason %q (%s), want Available", tc.reason, c.GetReason(), c.GetMessage())
+			}
+		}
+		if got := len(f.tlsVerdicts.m); got != tc.remember {
+			t.Errorf("%s\nremembered verdicts: got %d, want %d", tc.reason, got, tc.remember)
 		}
 	}
 }
