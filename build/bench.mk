@@ -27,8 +27,12 @@ bench: | $(BIN)
 		--request=$(BENCH_REQUEST) --concurrency=8 --calls=$(BENCH_CALLS) \
 		--checkpoints=$$(( $(BENCH_CALLS) / 2 )),$(BENCH_CALLS) 2>/dev/null | tee -a $(BIN)/bench.txt
 
-## fuzz: explore RunFunction beyond its seeds for FUZZTIME (the seeds run in make test).
+## fuzz: explore RunFunction, then sequences of calls for credentials, beyond their seeds
+## (which run in make test), for FUZZTIME each. Go's fuzzer minimizes every input that finds
+## new coverage, reporting 0 execs/sec meanwhile; FUZZMINIMIZETIME bounds each minimization.
 FUZZTIME ?= 10m
+FUZZMINIMIZETIME ?= 5s
 .PHONY: fuzz
 fuzz:
-	$(GO) test ./fn -run '^$$' -fuzz FuzzRunFunction -fuzztime $(FUZZTIME)
+	$(GO) test ./fn -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
+	$(GO) test ./fn -run '^$$' -fuzz '^FuzzCredentialsSequence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
