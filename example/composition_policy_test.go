@@ -20,11 +20,12 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
-// compositionPolicy reads composition-policy.yaml: the parameters' ConfigMap, the policy and
-// its binding.
-func compositionPolicy(t *testing.T) (*corev1.ConfigMap, *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+// admissionPolicy reads an example file of a ValidatingAdmissionPolicy: the policy, its
+// binding, and the ConfigMap of its parameters when the file has one (nil otherwise). Any
+// other kind in the file fails the test, and so does a policy or binding missing.
+func admissionPolicy(t *testing.T, file string) (*corev1.ConfigMap, *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
-	b, err := os.ReadFile("composition-policy.yaml")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,14 +47,25 @@ func compositionPolicy(t *testing.T) (*corev1.ConfigMap, *admissionregistrationv
 			binding = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 			into = binding
 		default:
-			t.Fatalf("composition-policy.yaml: unexpected %s %s", u.GetKind(), u.GetName())
+			t.Fatalf("%s: unexpected %s %s", file, u.GetKind(), u.GetName())
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
-			t.Fatalf("composition-policy.yaml: %s: %v", u.GetKind(), err)
+			t.Fatalf("%s: %s: %v", file, u.GetKind(), err)
 		}
 	}
-	if params == nil || policy == nil || binding == nil {
-		t.Fatal("composition-policy.yaml: want a ConfigMap, a ValidatingAdmissionPolicy and its binding")
+	if policy == nil || binding == nil {
+		t.Fatalf("%s: want a ValidatingAdmissionPolicy and its binding", file)
+	}
+	return params, policy, binding
+}
+
+// compositionPolicy reads composition-policy.yaml, whose policy takes its parameters from the
+// ConfigMap beside it.
+func compositionPolicy(t *testing.T) (*corev1.ConfigMap, *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	params, policy, binding := admissionPolicy(t, "composition-policy.yaml")
+	if params == nil {
+		t.Fatal("composition-policy.yaml: want the ConfigMap of the policy's parameters")
 	}
 	return params, policy, binding
 }

@@ -2,7 +2,6 @@ package example_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -17,35 +16,13 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 )
 
-// tenantPolicy reads tenant-policy.yaml: the policy and its binding.
+// tenantPolicy reads tenant-policy.yaml: the policy and its binding, and no parameters,
+// whose absence could otherwise refuse every Secret write in the cluster.
 func tenantPolicy(t *testing.T) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
-	b, err := os.ReadFile("tenant-policy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		policy  *admissionregistrationv1.ValidatingAdmissionPolicy
-		binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	)
-	for _, u := range splitYAML(t, b) {
-		var into any
-		switch u.GetKind() {
-		case "ValidatingAdmissionPolicy":
-			policy = &admissionregistrationv1.ValidatingAdmissionPolicy{}
-			into = policy
-		case "ValidatingAdmissionPolicyBinding":
-			binding = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-			into = binding
-		default:
-			t.Fatalf("tenant-policy.yaml: unexpected %s %s", u.GetKind(), u.GetName())
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
-			t.Fatalf("tenant-policy.yaml: %s: %v", u.GetKind(), err)
-		}
-	}
-	if policy == nil || binding == nil {
-		t.Fatal("tenant-policy.yaml: want a ValidatingAdmissionPolicy and its binding")
+	params, policy, binding := admissionPolicy(t, "tenant-policy.yaml")
+	if params != nil {
+		t.Fatal("tenant-policy.yaml: want no ConfigMap: the policy takes no parameters")
 	}
 	return policy, binding
 }
