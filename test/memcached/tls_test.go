@@ -113,7 +113,7 @@ func rsaKey(t *testing.T, bits int) crypto.Signer {
 
 // tlsSecretWithKey is a cert-manager Secret for m's host whose certificate has key, signed by
 // a new CA: the Secret and the CA.
-func tlsSecretWithKey(t *testing.T, m render.Memcached, key crypto.Signer) (*corev1.Secret, []byte) {
+func tlsSecretWithKey(t testing.TB, m render.Memcached, key crypto.Signer) (*corev1.Secret, []byte) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -125,9 +125,13 @@ func tlsSecretWithKey(t *testing.T, m render.Memcached, key crypto.Signer) (*cor
 	if err != nil {
 		t.Fatal(err)
 	}
+	usage := x509.KeyUsageDigitalSignature // As cert-manager sets it: RSA keys also encipher.
+	if _, ok := key.(*rsa.PrivateKey); ok {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: render.Host(m)}, NotBefore: time.Now().Add(-time.Minute),
-		NotAfter: time.Now().Add(time.Hour), DNSNames: []string{render.Host(m)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+		NotAfter: time.Now().Add(time.Hour), DNSNames: []string{render.Host(m), "*." + render.Host(m)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: usage}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, key.Public(), caKey)
 	if err != nil {
 		t.Fatal(err)
