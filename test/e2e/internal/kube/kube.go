@@ -221,9 +221,13 @@ func DecodeObjects(b []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // Wait calls check every 250ms until it returns nil or timeout passes. The error says what
-// was awaited and carries check's last error: the state a person would want to see.
+// was awaited and carries check's last error: the state a person would want to see. Each
+// check may run up to checkGrace past the timeout, so that the last one is not cut short
+// by the deadline (a client's rate limiter refuses to wait past it and fails at once),
+// which would report the deadline instead of the state.
 func Wait(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(checkGrace))
 	defer cancel()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -233,14 +237,19 @@ func Wait(ctx context.Context, timeout time.Duration, what string, check func(co
 		if err == nil {
 			return nil
 		}
-		// A check cut short by the deadline says nothing about the state: keep the one before.
+		// A check cut short by the context says nothing about the state: keep the one before.
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return errors.Errorf("timed out after %s waiting for %s: %v", timeout, what, last)
+		}
 		select {
 		case <-ctx.Done():
-			return errors.Errorf("timed out after %s waiting for %s: %v", timeout, what, last)
 		case <-t.C:
 		}
 	}
 }
+
+// checkGrace is how long past Wait's timeout its last check may take.
+const checkGrace = 15 * time.Second
