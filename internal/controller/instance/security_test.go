@@ -154,12 +154,23 @@ func TestForeignAuthSecretIsNeverUsed(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "sessions-auth"},
 		Data:       map[string][]byte{"username": []byte("memcached"), "password": []byte("known-to-the-attacker")},
 	}
-	for name, cr := range map[string]*v1alpha1.Instance{
-		"Unlabelled": instance(withAuth("")),
-		"Adopting":   instance(withAuth(""), adopting),
+	// Or passes it off as an earlier provider's, whose objects an Instance takes over.
+	legacyLooking := planted.DeepCopy()
+	legacyLooking.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: LegacyFieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:password":{},"f:username":{}}}`)}}}
+	for name, tc := range map[string]struct {
+		cr     *v1alpha1.Instance
+		secret *corev1.Secret
+	}{
+		"Unlabelled":    {cr: instance(withAuth("")), secret: planted},
+		"Adopting":      {cr: instance(withAuth(""), adopting), secret: planted},
+		"LegacyLooking": {cr: instance(withAuth("")), secret: legacyLooking},
 	} {
+		cr := tc.cr
 		t.Run(name, func(t *testing.T) {
-			c := targetCluster(readOnly(t), planted.DeepCopy())
+			c := targetCluster(readOnly(t), tc.secret.DeepCopy())
+			if live := secretAt(t, c, "sessions-auth"); name == "LegacyLooking" && ownershipOf(live, uid) != legacy {
+				t.Fatal("the planted Secret must look like an earlier provider's for this case to test anything")
+			}
 			e := &External{Target: newTarget(c), Settings: settings(t), Adoption: Adoption{Allowed: true, Config: "ClusterProviderConfig workload"}}
 			o, err := e.Observe(context.Background(), cr)
 			want := "Secret team-a/sessions-auth exists and is not this Instance's: it has no label memcached.example.com/instance-uid; a Secret is never adopted"
@@ -336,6 +347,25 @@ func TestForeignNetworkPolicyIsAConflict(t *testing.T) {
 	want := "NetworkPolicy team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; ClusterProviderConfig workload does not allow adoption (its spec.adoption is not Allowed)"
 	if errString(err) != want {
 		t.Errorf("Observe(...) = %v, want %q", err, want)
+	}
+}
+
+func TestAuthTurnedOffPrunesItsSecret(t *testing.T) {
+	c := targetCluster(interceptor.Funcs{})
+	now := time.Now()
+	if _, err := once(t, c, nil, now, instance(withAuth(""))); err != nil {
+		t.Fatal(err)
+	}
+	off := instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Auth = &cachev1alpha1.Auth{Enabled: ptr.To(false)} })
+	details, err := once(t, c, nil, now, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secretAt(t, c, "sessions-auth") != nil {
+		t.Error("Update deletes the auth Secret once the spec turns authentication off")
+	}
+	if _, ok := details["password"]; ok {
+		t.Error("Without auth, the connection details hold no credentials")
 	}
 }
 
