@@ -377,3 +377,43 @@ func keys(m map[string][]byte) []string {
 	}
 	return out
 }
+
+func TestSecuredIsUpToDateOnceApplied(t *testing.T) {
+	now := time.Now()
+	cr := instance(withAuth("r1"), withTLS("sessions-cert"), withNetworkPolicy(true))
+	c := targetCluster(interceptor.Funcs{}, pair(t, host, now.Add(24*time.Hour)))
+	if _, err := once(t, c, nil, now, cr); err != nil {
+		t.Fatal(err)
+	}
+	e := &External{Target: newTarget(c), Settings: settings(t), Now: func() time.Time { return now }}
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
+		t.Errorf("With auth, TLS and a NetworkPolicy applied, the next Observe is up to date, so an idle provider writes nothing: %v %q", err, o.Diff)
+	}
+	if strings.Contains(o.Diff, string(o.ConnectionDetails["password"])) {
+		t.Error("A drift never shows a Secret's contents")
+	}
+}
+
+func TestSecretDriftShowsNoContents(t *testing.T) {
+	now := time.Now()
+	cr := instance(withAuth(""))
+	c := targetCluster(interceptor.Funcs{})
+	details, err := once(t, c, nil, now, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := secretAt(t, c, "sessions-auth")
+	s.Data["auth-file"] = []byte("memcached:changed-by-hand\n")
+	if err := c.Update(context.Background(), s, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || !strings.Contains(o.Diff, "Secret team-a/sessions-auth: differs from what the provider renders (a Secret's contents are not shown)") {
+		t.Errorf("A Secret changed by hand is drift, said without its contents: %v %q", err, o.Diff)
+	}
+	if strings.Contains(o.Diff, "changed-by-hand") || strings.Contains(o.Diff, string(details["password"])) {
+		t.Error("A drift (which the managed reconciler logs) must not show a Secret's contents")
+	}
+}
