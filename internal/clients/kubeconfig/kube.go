@@ -276,6 +276,8 @@ func RESTMapper() meta.RESTMapper {
 	m.Add(appsv1.SchemeGroupVersion.WithKind("Deployment"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
 	m.Add(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), meta.RESTScopeNamespace)
+	// Pods are only listed, to explain a Memcached that is not available.
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	return m
 }
 

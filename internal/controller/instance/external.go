@@ -265,7 +265,7 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, e.judge(cr, e.observed.deployment, readiness.Wanted(render.Deployment(m))), true)
+	e.report(cr, e.explained(ctx, cr, e.observed.deployment, m), true)
 	cr.Status.AtProvider = atProvider(e.observed.deployment, m)
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.exists(),
@@ -452,7 +452,7 @@ func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		return nil, err
 	}
 	if applied != nil {
-		e.report(cr, e.judge(cr, applied, readiness.Wanted(render.Deployment(m))), true)
+		e.report(cr, e.explained(ctx, cr, applied, m), true)
 		cr.Status.AtProvider = atProvider(applied, m)
 	}
 	return render.ConnectionDetails(m), nil
