@@ -211,7 +211,9 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 			d.m.TLS = served
 		}
 	}
-	if len(d.errs) == 0 && d.m.Auth != nil {
+	// The provider generates the credentials of a Memcached in another cluster, in that
+	// cluster: credentials generated here would reach nobody.
+	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
 		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
