@@ -135,6 +135,13 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		connection: render.ConnectionDetails(m),
 		selector:   selector(m),
 	}
+	if placement != nil {
+		// The credentials and the TLS pair are the provider's, in the target cluster: this
+		// rendering knows endpoint, host and port only.
+		local := m
+		local.Auth, local.TLS = nil, nil
+		r.connection = render.ConnectionDetails(local)
+	}
 	for _, o := range objs {
 		if d, ok := o.(*appsv1.Deployment); ok {
 			r.want = readiness.Wanted(d)

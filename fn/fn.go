@@ -211,7 +211,8 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 			d.m.TLS = served
 		}
 	}
-	if len(d.errs) == 0 && d.m.Auth != nil {
+	// Placed elsewhere, the provider generates the credentials in the target cluster.
+	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
 		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
@@ -407,9 +408,7 @@ func resolveSpec(xr *structpb.Struct, t targetInfo, s resolve.Settings) (render.
 	p, perrs := resolve.Placement(placementPath, spec.ProviderConfigRef, s)
 	errs = append(append(errs, merrs...), perrs...)
 	if p != nil && len(merrs) == 0 {
-		var rerrs field.ErrorList
-		m, rerrs = resolve.Remote(specPath, spec.MemcachedSpec, m, s)
-		errs = append(errs, rerrs...)
+		m = resolve.Remote(m)
 	}
 	return m, p, spec, errs
 }

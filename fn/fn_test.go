@@ -240,10 +240,10 @@ func TestRunFunction(t *testing.T) {
 			reason: "A namespaced XR with auth gets the credentials in its composed connection Secret.",
 		},
 		"remote-auth-default": {
-			reason: "A Memcached in another cluster does not get the platform's default auth or NetworkPolicy, which the provider cannot run yet: the Instance says both are off.",
+			reason: "A Memcached in another cluster gets the platform's default auth and NetworkPolicy as one here does: the Instance says both are on, and the function generates no credentials (the provider does, there).",
 		},
-		"remote-auth-refused": {
-			reason: "Auth a claim asks for explicitly in another cluster is refused, naming the field.",
+		"remote-auth": {
+			reason: "Auth a claim asks for explicitly in another cluster is carried by the Instance; the connection details are endpoint, host and port, since the credentials are the provider's.",
 		},
 		"fixed-after-invalid-keeps-credentials": {
 			reason: "Size 3 again after size 9 was held, with auth and rotation r1 (the last call of TestCredentialsSurviveInvalidSpec, objects as Crossplane applied them, managedFields and all): the held auth Secret kept its rotation annotation, so its credentials are read back, nothing is generated and the pods do not roll; a function that never saw the earlier calls answers the same.",

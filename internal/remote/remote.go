@@ -26,11 +26,15 @@ import (
 // exactly what the caller resolved.
 //
 // The Instance has no name: Crossplane names composed resources itself. The caller may set
-// one, and spec.writeConnectionSecretToRef for a connection Secret (endpoint, host, port).
-// One thing cannot be carried: m.ExporterImage, which has no field in the claim's spec; the
-// provider uses its own default exporter image. m has been through resolve.Remote, so it has
-// no authentication, TLS or NetworkPolicy, and the Instance says so explicitly, whatever the
-// provider's own defaults.
+// one, and spec.writeConnectionSecretToRef for a connection Secret (endpoint, host, port,
+// and the credentials and TLS details the provider publishes). Authentication (on or off,
+// and its rotation), TLS (the Secret's name) and the NetworkPolicy (on or off, and the
+// namespaces it admits) are written out explicitly, whatever the provider's own defaults.
+// What cannot be carried stays behind: the credentials, which the provider generates in the
+// target cluster and keeps in the auth Secret there; the TLS pair, which it reads from the
+// Secret forProvider.tls.secretName names in the target namespace there; m.ExporterImage,
+// m.AuthProxyImage and the monitoring namespace, which come from the platform's policy the
+// provider resolves with; and the ServiceMonitor, which resolve.Remote dropped.
 //
 // The provider resolves the Instance again with the platform's policy for Instances: the
 // Input of the Composition labelled memcached.example.com/instance-policy=true, or the
@@ -46,8 +50,17 @@ func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.In
 		Threads:          ptr.To(m.Threads),
 		HighAvailability: &cachev1alpha1.HighAvailability{Enabled: ptr.To(m.HighAvailability)},
 		Metrics:          &cachev1alpha1.Metrics{Enabled: ptr.To(m.Metrics)},
-		Auth:             &cachev1alpha1.Auth{Enabled: ptr.To(false)},
-		NetworkPolicy:    &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(false)},
+		Auth:             &cachev1alpha1.Auth{Enabled: ptr.To(m.Auth != nil)},
+		NetworkPolicy:    &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(m.NetworkPolicy != nil)},
+	}
+	if m.Auth != nil && m.Auth.Rotation != "" {
+		spec.Auth.Rotation = m.Auth.Rotation
+	}
+	if m.TLS != nil {
+		spec.TLS = &cachev1alpha1.TLS{SecretName: m.TLS.SecretName}
+	}
+	if np := m.NetworkPolicy; np != nil && np.AllowedNamespaces != nil {
+		spec.NetworkPolicy.AllowedNamespaces = np.AllowedNamespaces.DeepCopy()
 	}
 	if m.MaxItemSizeMB > 0 {
 		spec.MaxItemSizeMB = ptr.To(m.MaxItemSizeMB)
@@ -91,7 +104,9 @@ func Target(i *v1alpha1.Instance) (name, namespace string) {
 
 // Memcached resolves an Instance's forProvider exactly as a claim's spec is resolved, with s
 // as the policy, and returns what to render. Errors name the Instance's fields
-// (spec.forProvider.size, not spec.size), each with its value and limit.
+// (spec.forProvider.size, not spec.size), each with its value and limit. With auth on, Auth
+// holds the rotation only, and with TLS on, TLS the Secret's name only: the credentials and
+// the pair are state in the target cluster, which the provider reads there.
 func Memcached(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, field.ErrorList) {
 	root := field.NewPath("spec", "forProvider")
 	name, namespace := Target(i)
@@ -103,10 +118,7 @@ func Memcached(i *v1alpha1.Instance, s resolve.Settings) (render.Memcached, fiel
 	if len(errs) > 0 {
 		return render.Memcached{}, errs
 	}
-	if m, errs = resolve.Remote(root, i.Spec.ForProvider.MemcachedSpec, m, s); len(errs) > 0 {
-		return render.Memcached{}, errs
-	}
-	return m, nil
+	return resolve.Remote(m), nil
 }
 
 // Conditions express an Available verdict as the Instance's conditions: Crossplane's Ready

@@ -72,38 +72,12 @@ func checkRef(p *field.Path, r *cachev1alpha1.ProviderConfigReference) field.Err
 	return errs
 }
 
-// Remote adapts m, resolved from spec at root (spec for a claim, spec.forProvider for an
-// Instance), to a Memcached in another cluster, which the Memcached provider runs: its
-// Deployment, Service and PodDisruptionBudget. Authentication and TLS (whose credentials and
-// certificate live in this cluster) and the NetworkPolicy (which the provider does not manage
-// yet) are not supported there. A claim that asks for one explicitly, or a platform policy
-// that requires one, is refused, naming the field; a platform default that turned one on does
-// not apply there. The ServiceMonitor belongs to the Prometheus of the cluster the Memcached
-// runs in, and is dropped too.
-func Remote(root *field.Path, spec cachev1alpha1.MemcachedSpec, m render.Memcached, s Settings) (render.Memcached, field.ErrorList) {
-	var errs field.ErrorList
-	unsupported := func(p *field.Path, v any, what string, required bool, policy string) {
-		detail := "not supported for a Memcached in another cluster yet"
-		if required {
-			detail += "; " + policy + " requires it, so this Memcached cannot run in another cluster"
-		}
-		errs = append(errs, field.Invalid(p, v, what+" is "+detail))
-	}
-	explicit := spec.Auth != nil && spec.Auth.Enabled != nil && *spec.Auth.Enabled
-	if m.Auth != nil && (explicit || s.RequireAuth) {
-		unsupported(root.Child("auth", "enabled"), true, "authentication", s.RequireAuth, "policy.requireAuth")
-	}
-	if m.TLS != nil {
-		unsupported(root.Child("tls", "secretName"), m.TLS.SecretName, "TLS", false, "")
-	}
-	if np := spec.NetworkPolicy; m.NetworkPolicy != nil {
-		switch {
-		case np != nil && np.AllowedNamespaces != nil:
-			unsupported(root.Child("networkPolicy", "allowedNamespaces"), "{...}", "a NetworkPolicy", s.RequireNetworkPolicy, "policy.requireNetworkPolicy")
-		case (np != nil && np.Enabled != nil && *np.Enabled) || s.RequireNetworkPolicy:
-			unsupported(root.Child("networkPolicy", "enabled"), true, "a NetworkPolicy", s.RequireNetworkPolicy, "policy.requireNetworkPolicy")
-		}
-	}
-	m.Auth, m.AuthProxyImage, m.TLS, m.NetworkPolicy, m.ServiceMonitor = nil, "", nil, nil, false
-	return m, errs
+// Remote adapts m to a Memcached in another cluster, which the Memcached provider runs. It
+// carries everything a claim has there, authentication, TLS and the NetworkPolicy included:
+// the provider generates the credentials in the target cluster and reads the TLS Secret
+// there, so a Memcached is the same wherever it runs. Only the ServiceMonitor is dropped: it
+// belongs to the Prometheus of the cluster the Memcached runs in.
+func Remote(m render.Memcached) render.Memcached {
+	m.ServiceMonitor = false
+	return m
 }

@@ -242,12 +242,6 @@ func TestNewSettingsSecurity(t *testing.T) {
 				Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
 			want: "invalid function Input: defaults.networkPolicy.enabled: Invalid value: false: must be true (policy.requireNetworkPolicy)",
 		},
-		"AuthRequiredElsewhere": {
-			reason: "No claim could satisfy requireAuth when every one runs in another cluster.",
-			in: &v1beta1.Input{Defaults: v1beta1.Defaults{ProviderConfigRef: &v1alpha1.ProviderConfigReference{Name: "eu"}},
-				Policy: v1beta1.Policy{RequireAuth: true}},
-			want: "invalid function Input: policy.requireAuth: Invalid value: true: cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have authentication yet",
-		},
 		"BadNames": {
 			reason: "Label keys, the monitoring namespace, priority classes and the proxy image must be what they say.",
 			in: &v1beta1.Input{
@@ -273,65 +267,14 @@ func TestNewSettingsSecurity(t *testing.T) {
 }
 
 func TestRemote(t *testing.T) {
-	root := field.NewPath("spec")
-	on := &render.NetworkAccess{}
-	cases := map[string]struct {
-		reason string
-		spec   v1alpha1.MemcachedSpec
-		in     *v1beta1.Input
-		m      render.Memcached
-		errs   []string
-	}{
-		"Defaults": {
-			reason: "The platform's defaults that turned auth and the NetworkPolicy on do not apply there, nor does the ServiceMonitor.",
-			m:      render.Memcached{Auth: &render.Auth{}, NetworkPolicy: on, ServiceMonitor: true, Metrics: true},
-		},
-		"AuthByClaim": {
-			reason: "Auth the claim asked for is refused, naming the field.",
-			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}},
-			m:      render.Memcached{Auth: &render.Auth{}},
-			errs:   []string{"spec.auth.enabled: Invalid value: true: authentication is not supported for a Memcached in another cluster yet"},
-		},
-		"AuthRequired": {
-			reason: "Auth the platform requires makes another cluster impossible, and says why.",
-			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireAuth: true}},
-			m:      render.Memcached{Auth: &render.Auth{}},
-			errs: []string{"spec.auth.enabled: Invalid value: true: authentication is not supported for a Memcached in another cluster yet; " +
-				"policy.requireAuth requires it, so this Memcached cannot run in another cluster"},
-		},
-		"TLS": {
-			reason: "TLS is refused.",
-			m:      render.Memcached{TLS: &render.TLS{SecretName: "x"}},
-			errs:   []string{`spec.tls.secretName: Invalid value: "x": TLS is not supported for a Memcached in another cluster yet`},
-		},
-		"NetworkPolicyByClaim": {
-			reason: "A NetworkPolicy the claim asks for is refused.",
-			spec:   v1alpha1.MemcachedSpec{NetworkPolicy: &v1alpha1.NetworkPolicy{AllowedNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}},
-			m:      render.Memcached{NetworkPolicy: on},
-			errs:   []string{`spec.networkPolicy.allowedNamespaces: Invalid value: "{...}": a NetworkPolicy is not supported for a Memcached in another cluster yet`},
-		},
-		"NetworkPolicyRequired": {
-			reason: "A NetworkPolicy the platform requires makes another cluster impossible.",
-			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
-			m:      render.Memcached{NetworkPolicy: on},
-			errs: []string{"spec.networkPolicy.enabled: Invalid value: true: a NetworkPolicy is not supported for a Memcached in another cluster yet; " +
-				"policy.requireNetworkPolicy requires it, so this Memcached cannot run in another cluster"},
-		},
+	m := render.Memcached{
+		Auth: &render.Auth{Rotation: "r1"}, AuthProxyImage: "proxy:1", TLS: &render.TLS{SecretName: "sessions-cert"},
+		NetworkPolicy: &render.NetworkAccess{MonitoringNamespace: "monitoring"}, ServiceMonitor: true, Metrics: true,
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s, err := NewSettings(tc.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, errs := Remote(root, tc.spec, tc.m, s)
-			if diff := cmp.Diff(tc.errs, messages(errs)); diff != "" {
-				t.Errorf("%s\nRemote(...): -want, +got:\n%s", tc.reason, diff)
-			}
-			if got.ServiceMonitor || got.Auth != nil || got.TLS != nil || got.NetworkPolicy != nil {
-				t.Errorf("%s\nRemote(...) = %+v: want no ServiceMonitor, auth, TLS or NetworkPolicy", tc.reason, got)
-			}
-		})
+	want := m
+	want.ServiceMonitor = false
+	if diff := cmp.Diff(want, Remote(m)); diff != "" {
+		t.Errorf("A Memcached in another cluster keeps its authentication, TLS and NetworkPolicy, and drops only the ServiceMonitor, which belongs to the Prometheus of the cluster it runs in.\nRemote(...): -want, +got:\n%s", diff)
 	}
 }
 

@@ -190,14 +190,6 @@ func (s Settings) checkSecurity() field.ErrorList {
 	if s.RequireAuth && !s.Auth {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "auth", "enabled"), false, "must be true (policy.requireAuth)"))
 	}
-	if s.RequireAuth && s.ProviderConfigRef != nil {
-		errs = append(errs, field.Invalid(field.NewPath("policy", "requireAuth"), true,
-			"cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have authentication yet"))
-	}
-	if s.RequireNetworkPolicy && s.ProviderConfigRef != nil {
-		errs = append(errs, field.Invalid(field.NewPath("policy", "requireNetworkPolicy"), true,
-			"cannot hold with defaults.providerConfigRef: a Memcached in another cluster cannot have a NetworkPolicy yet"))
-	}
 	if s.RequireNetworkPolicy && !s.NetworkPolicy {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "networkPolicy", "enabled"), false, "must be true (policy.requireNetworkPolicy)"))
 	}

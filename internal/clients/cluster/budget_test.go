@@ -61,7 +61,7 @@ func TestWatchBudget(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute})
+	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 // Package cluster holds the provider's connections to target clusters, one per
 // ProviderConfig and version of its credentials, shared by every Instance that uses it. A
 // connection is a client with request timeouts for what the provider writes, and, for each
-// target namespace in use, watches of the Deployments, Services and PodDisruptionBudgets the
-// provider owns there (those labelled memcached.example.com/instance-uid). Instances read
-// what they own from the watches, so an idle provider sends no request per Instance; a change
+// target namespace in use, watches of the kinds the provider manages (Options.Kinds:
+// Deployments, Services, PodDisruptionBudgets, NetworkPolicies, Secrets) that it owns there
+// (those labelled memcached.example.com/instance-uid), and of the kubernetes.io/tls Secrets
+// there, which Instances name as their TLS Secrets (cert-manager writes them, unlabelled).
+// Instances read what they own and their TLS Secrets from the watches, so an idle provider
+// sends no request per Instance; a change
 // in the target cluster wakes the Instance it belongs to within the watch's latency; and a
 // namespace whose watches fail (the cluster is gone, credentials were revoked, permissions
 // withdrawn) is reported as such, waking every Instance there, and again when it recovers.
@@ -20,11 +23,11 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -56,6 +59,14 @@ type Options struct {
 	SyncTimeout time.Duration
 	// Wake asks for an Instance to be reconciled.
 	Wake func(types.NamespacedName)
+	// Kinds are the kinds to watch what the provider owns of, one empty object each.
+	Kinds []client.Object
+}
+
+// TLSSecrets selects the Secrets an Instance may name as its TLS Secret: those of type
+// kubernetes.io/tls, labelled or not.
+func TLSSecrets() fields.Selector {
+	return fields.OneTermEqualSelector("type", string(corev1.SecretTypeTLS))
 }
 
 // Owned selects what the provider owns in a target cluster: objects labelled with an
@@ -128,7 +139,25 @@ func (c *Cluster) Watched(ctx context.Context, namespace string, instance types.
 	if err := n.health.err(); err != nil {
 		return nil, errors.Wrapf(err, "cannot observe namespace %s of %s", namespace, c.Host)
 	}
-	return n.cache, nil
+	return reader{owned: n.cache, tls: n.tls}, nil
+}
+
+// reader reads what the provider owns from the owned watches and, for a Secret it does not
+// own, the kubernetes.io/tls Secrets' watch.
+type reader struct {
+	owned, tls client.Reader
+}
+
+func (r reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.owned.Get(ctx, key, obj, opts...)
+	if _, secret := obj.(*corev1.Secret); secret && kerrors.IsNotFound(err) {
+		return r.tls.Get(ctx, key, obj, opts...)
+	}
+	return err
+}
+
+func (r reader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return r.owned.List(ctx, list, opts...)
 }
 
 // Forget stops waking instance for namespace, and stops watching a namespace no Instance
@@ -173,55 +202,80 @@ func (c *Cluster) wake(instances []types.NamespacedName) {
 	}
 }
 
-// startWatches starts watching what the provider owns in namespace.
+// startWatches starts watching what the provider owns in namespace, and the namespace's
+// kubernetes.io/tls Secrets. Each set of watches has its own budget (MaxWatched per resource).
 func (c *Cluster) startWatches(namespace string) (*watches, error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	n := &watches{instances: map[types.NamespacedName]struct{}{}, synced: make(chan struct{}), started: time.Now(), stop: cancel}
 	n.health = newHealth(func() { c.wake(n.registered()) })
 
-	rc := rest.CopyConfig(c.watch)
-	b := newBudget()
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &transport{next: rt, host: c.Host, health: n.health, budget: b}
-	})
-	timeout := c.opts.WatchTimeout
-	cch, err := cache.New(rc, cache.Options{
-		Scheme:               kubeconfig.Scheme(),
-		Mapper:               kubeconfig.RESTMapper(),
-		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
-		DefaultLabelSelector: Owned(),
-		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(renewedWatches{ListerWatcher: lw, timeout: timeout}, obj, resync, idx)
-		},
-	})
+	owned, err := c.newCache(namespace, n.health, cache.Options{DefaultLabelSelector: Owned()})
 	if err != nil {
 		cancel()
-		return nil, errors.Wrapf(err, "cannot watch namespace %s of %s", namespace, c.Host)
+		return nil, err
 	}
-	handler := toolscache.ResourceEventHandlerFuncs{
+	// A TLS Secret names no Instance: a change (a renewal) wakes every Instance of the
+	// namespace, which is rare.
+	tls, err := c.newCache(namespace, n.health, cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Field: TLSSecrets()}}})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	byOwner := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { c.wake(owner(o)) },
 		UpdateFunc: func(_, o any) { c.wake(owner(o)) },
 		DeleteFunc: func(o any) { c.wake(owner(o)) },
 	}
-	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+	everyone := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.wake(n.registered()) },
+		UpdateFunc: func(any, any) { c.wake(n.registered()) },
+		DeleteFunc: func(any) { c.wake(n.registered()) },
+	}
+	watch := func(cch cache.Cache, o client.Object, h toolscache.ResourceEventHandler) error {
 		inf, err := cch.GetInformer(ctx, o, cache.BlockUntilSynced(false))
-		if err != nil {
-			cancel()
-			return nil, errors.Wrapf(err, "cannot watch %T in namespace %s of %s", o, namespace, c.Host)
+		if err == nil {
+			_, err = inf.AddEventHandler(h)
 		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
+		return errors.Wrapf(err, "cannot watch %T in namespace %s of %s", o, namespace, c.Host)
+	}
+	for _, o := range c.opts.Kinds {
+		if err := watch(owned, o, byOwner); err != nil {
 			cancel()
-			return nil, errors.Wrapf(err, "cannot watch %T in namespace %s of %s", o, namespace, c.Host)
+			return nil, err
 		}
 	}
-	n.cache = cch
-	go func() { _ = cch.Start(ctx) }()
+	if err := watch(tls, &corev1.Secret{}, everyone); err != nil {
+		cancel()
+		return nil, err
+	}
+	n.cache, n.tls = owned, tls
+	go func() { _ = owned.Start(ctx) }()
+	go func() { _ = tls.Start(ctx) }()
 	go func() {
-		if cch.WaitForCacheSync(ctx) {
+		if owned.WaitForCacheSync(ctx) && tls.WaitForCacheSync(ctx) {
 			close(n.synced)
 		}
 	}()
 	return n, nil
+}
+
+// newCache is a cache of namespace of the target cluster, with o's selectors, whose requests
+// report to health and spend a budget of their own.
+func (c *Cluster) newCache(namespace string, h *health, o cache.Options) (cache.Cache, error) {
+	rc := rest.CopyConfig(c.watch)
+	b := newBudget()
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &transport{next: rt, host: c.Host, health: h, budget: b}
+	})
+	timeout := c.opts.WatchTimeout
+	o.Scheme = kubeconfig.Scheme()
+	o.Mapper = kubeconfig.RESTMapper()
+	o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		return toolscache.NewSharedIndexInformer(renewedWatches{ListerWatcher: lw, timeout: timeout}, obj, resync, idx)
+	}
+	cch, err := cache.New(rc, o)
+	return cch, errors.Wrapf(err, "cannot watch namespace %s of %s", namespace, c.Host)
 }
 
 // owner is the Instance an object in a target cluster belongs to, from its annotation.
@@ -244,6 +298,7 @@ func owner(o any) []types.NamespacedName {
 // them.
 type watches struct {
 	cache   cache.Cache
+	tls     cache.Cache
 	health  *health
 	synced  chan struct{}
 	started time.Time

@@ -16,12 +16,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 )
@@ -369,7 +373,7 @@ func TestWatched(t *testing.T) {
 	t.Run("Observable", func(t *testing.T) {
 		srv := apiServer(t, http.StatusOK, owned)
 		w := &woken{}
-		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
+		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +399,7 @@ func TestWatched(t *testing.T) {
 	})
 	t.Run("Forbidden", func(t *testing.T) {
 		srv := apiServer(t, http.StatusForbidden)
-		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})
+		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,3 +415,6 @@ func TestWatched(t *testing.T) {
 		}
 	})
 }
+
+// testKinds are the kinds the provider watches, as the Instance controller lists them.
+var testKinds = []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}, &corev1.Secret{}}

@@ -70,8 +70,8 @@ func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
 	b := make([]byte, 0, 512)
 	b = append(b, cr.GetNamespace()+"/"+cr.GetName()+"/"+string(cr.GetUID())+"|"...)
 	b = render.AppendKey(b, m)
-	o.each(func(kind string, obj client.Object) {
-		b = append(b, "|"+kind+"="+string(obj.GetUID())+"@"+obj.GetResourceVersion()...)
+	o.each(func(k managedKind, obj client.Object) {
+		b = append(b, "|"+k.role+"="+string(obj.GetUID())+"@"+obj.GetResourceVersion()...)
 	})
 	return string(b)
 }

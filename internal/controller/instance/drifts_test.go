@@ -27,7 +27,7 @@ func BenchmarkDrift(b *testing.B) {
 	i := instance(was(available))
 	c := applied(t, i, rollout(3))
 	e := &External{Target: newTarget(c), Settings: settings(t)}
-	o, err := e.observe(context.Background(), i, key, nil)
+	o, _, err := e.observe(context.Background(), i, key, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestDrifts(t *testing.T) {
 	i := instance(was(available))
 	c := applied(t, i, rollout(3))
 	e := &External{Target: newTarget(c), Settings: settings(t)}
-	o, err := e.observe(context.Background(), i, key, nil)
+	o, _, err := e.observe(context.Background(), i, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestDrifts(t *testing.T) {
 	}{
 		{reason: "The first verdict is judged.", change: func() {}, verdict: "first", want: "first", judged: 1},
 		{reason: "Nothing changed: the verdict stands without judging.", change: func() {}, verdict: "second", want: "first", judged: 1},
-		{reason: "A live object changed (new version): judged again.", change: func() { o.deployment.ResourceVersion += "1" }, verdict: "third", want: "third", judged: 2},
+		{reason: "A live object changed (new version): judged again.", change: func() { o.deployment().ResourceVersion += "1" }, verdict: "third", want: "third", judged: 2},
 		{reason: "The spec changed: judged again.", change: func() { m.Size = 2 }, verdict: "fourth", want: "fourth", judged: 3},
-		{reason: "An object went: judged again.", change: func() { o.pdb = nil }, verdict: "fifth", want: "fifth", judged: 4},
+		{reason: "An object went: judged again.", change: func() { delete(o, rolePDB) }, verdict: "fifth", want: "fifth", judged: 4},
 		{reason: "maxItemSizeMB changed: judged again.", change: func() { m.MaxItemSizeMB = 4 }, verdict: "item size", want: "item size", judged: 5},
 		{reason: "Scheduling changed: judged again.", change: func() { m.Scheduling = &render.Scheduling{NodeSelector: map[string]string{"disk": "ssd"}} }, verdict: "scheduling", want: "scheduling", judged: 6},
 		{reason: "Only the node selector changed: judged again.", change: func() { m.Scheduling.NodeSelector["disk"] = "hdd" }, verdict: "selector", want: "selector", judged: 7},
@@ -100,7 +100,7 @@ func TestEverySpecFieldKeysTheDriftBasis(t *testing.T) {
 	i := instance(was(available))
 	c := applied(t, i, rollout(3))
 	e := &External{Target: newTarget(c), Settings: settings(t)}
-	o, err := e.observe(context.Background(), i, key, nil)
+	o, _, err := e.observe(context.Background(), i, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,11 @@ package instance
 
 import (
 	"context"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,9 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -56,76 +50,19 @@ type External struct {
 	// Drifts remember the drift each Instance was last judged to have, and on what; nil
 	// judges every time.
 	Drifts *Drifts
+	// Credentials keep each Instance's generated credentials until its auth Secret is
+	// observed; nil remembers none.
+	Credentials *Credentials
+	// Now is the time TLS certificates are checked at; nil is the clock.
+	Now func() time.Time
 
 	// observed is what Observe found, for the Create, Update or Delete that follows it in
 	// the same reconcile: they write only over what Observe judged the Instance's.
 	observed observed
-}
-
-// observed is what exists in the target cluster under an Instance's names; nil when absent.
-type observed struct {
-	deployment *appsv1.Deployment
-	service    *corev1.Service
-	pdb        *policyv1.PodDisruptionBudget
-}
-
-// each calls f with the kind and object of every object that exists.
-func (o observed) each(f func(kind string, obj client.Object)) {
-	if o.deployment != nil {
-		f("Deployment", o.deployment)
-	}
-	if o.service != nil {
-		f("Service", o.service)
-	}
-	if o.pdb != nil {
-		f("PodDisruptionBudget", o.pdb)
-	}
-}
-
-// live returns the observed object of kind, nil when absent.
-func (o observed) live(kind string) client.Object {
-	switch {
-	case kind == "Deployment" && o.deployment != nil:
-		return o.deployment
-	case kind == "Service" && o.service != nil:
-		return o.service
-	case kind == "PodDisruptionBudget" && o.pdb != nil:
-		return o.pdb
-	}
-	return nil
-}
-
-// set records obj as the observed object of kind.
-func (o *observed) set(kind string, obj client.Object) {
-	switch v := obj.(type) {
-	case *appsv1.Deployment:
-		o.deployment = v
-	case *corev1.Service:
-		o.service = v
-	case *policyv1.PodDisruptionBudget:
-		o.pdb = v
-	}
-}
-
-// exists reports whether any object exists.
-func (o observed) exists() bool {
-	return o.deployment != nil || o.service != nil || o.pdb != nil
-}
-
-// keep keeps only the objects whose ownership (to the Instance whose UID is uid) is one of
-// those listed.
-func (o observed) keep(uid types.UID, owned ...ownership) observed {
-	var out observed
-	if o.deployment != nil && slices.Contains(owned, ownershipOf(o.deployment, uid)) {
-		out.deployment = o.deployment
-	}
-	if o.service != nil && slices.Contains(owned, ownershipOf(o.service, uid)) {
-		out.service = o.service
-	}
-	if o.pdb != nil && slices.Contains(owned, ownershipOf(o.pdb, uid)) {
-		out.pdb = o.pdb
-	}
-	return out
+	// secured is the Memcached Observe resolved and completed with its credentials and TLS
+	// pair, for the Create or Update that follows: they apply exactly what Observe judged
+	// and published.
+	secured *render.Memcached
 }
 
 // instanceKey is the Instance's own name, which the watches wake.
@@ -138,9 +75,11 @@ func onlyObserves(cr *v1alpha1.Instance) bool {
 	return managed.NewManagementPoliciesResolver(true, cr.GetManagementPolicies()).ShouldOnlyObserve()
 }
 
-// Observe reads the Instance's Deployment, Service and PodDisruptionBudget and reports
-// whether they exist and whether the fields the Instance owns still hold what the renderer
-// produces. It sets the Instance's status and its Ready and Available conditions from the
+// Observe reads the Instance's objects (managedKinds) and reports whether they exist and
+// whether the fields the Instance owns still hold what the renderer produces, and the
+// connection details: endpoint, host and port, with auth the credentials of its auth Secret
+// (generated once per rotation, never by a reconcile that finds them), and with TLS tls and
+// the TLS Secret's ca.crt. A TLS Secret that is missing or unusable is an invalid spec. It sets the Instance's status and its Ready and Available conditions from the
 // Deployment, and records an event when availability changes. It is an error, reported on
 // Synced, when the spec is invalid or refused, when an object under the Instance's names is
 // someone else's (naming it), and when the target cannot be observed (Available then says
@@ -178,9 +117,10 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 		}
 		e.Transitions.Forget(cr.GetUID())
 		e.Drifts.Forget(cr.GetUID())
+		e.Credentials.Forget(cr.GetUID())
 		return managed.ExternalObservation{}, nil
 	}
-	o, err := e.observe(ctx, cr, key, nil)
+	o, _, err := e.observe(ctx, cr, key, nil)
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
@@ -189,6 +129,7 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 		e.Target.Forget(key.Namespace, instanceKey(cr))
 		e.Transitions.Forget(cr.GetUID())
 		e.Drifts.Forget(cr.GetUID())
+		e.Credentials.Forget(cr.GetUID())
 	}
 	return managed.ExternalObservation{ResourceExists: e.observed.exists()}, nil
 }
@@ -208,13 +149,13 @@ func (e *External) observeInvalid(ctx context.Context, cr *v1alpha1.Instance, er
 	var o observed
 	if key.Namespace != "" {
 		var err error
-		if o, err = e.observe(ctx, cr, key, nil); err != nil {
+		if o, _, err = e.observe(ctx, cr, key, nil); err != nil {
 			return managed.ExternalObservation{}, e.unreachable(cr, err)
 		}
 	}
-	d := o.keep(cr.GetUID(), ours, legacy).deployment
+	d := o.keep(cr.GetUID(), ours, legacy).deployment()
 	if onlyObserves(cr) {
-		d = o.deployment
+		d = o.deployment()
 	}
 	msg := resolve.Message(errs)
 	e.report(cr, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: msg}, d == nil)
@@ -227,27 +168,29 @@ func (e *External) observeInvalid(ctx context.Context, cr *v1alpha1.Instance, er
 }
 
 // observeOnly observes an Instance that writes nothing: it judges the live Deployment,
-// whoever made it, by its own replicas, read directly, and publishes what it runs.
+// whoever made it, by its own replicas, read directly, and publishes where it runs, never
+// credentials or a CA it did not make.
 func (e *External) observeOnly(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (managed.ExternalObservation, error) {
 	o, err := e.observeLive(ctx, cr, targetKey(cr))
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
-	d := o.deployment
+	d := o.deployment()
 	want := readiness.Want{Replicas: m.Size}
 	if d != nil {
 		want = readiness.Wanted(d)
 	}
 	e.report(cr, e.judge(cr, d, want), true)
 	cr.Status.AtProvider = atProvider(d, m)
-	return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: render.ConnectionDetails(m)}, nil
+	return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: publicDetails(m)}, nil
 }
 
 // observeManaged observes an Instance the provider manages: what of its objects exists, a
-// conflict with someone else's under its names, and how what it owns drifted from m.
+// conflict with someone else's under its names, its credentials and TLS pair, and how what
+// it owns drifted from what m renders with them.
 func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (managed.ExternalObservation, error) {
-	need := map[string]bool{"Deployment": true, "Service": true, "PodDisruptionBudget": render.NeedsPodDisruptionBudget(m)}
-	o, err := e.observe(ctx, cr, targetKey(cr), need)
+	need := needs(m)
+	o, watched, err := e.observe(ctx, cr, targetKey(cr), need)
 	if err != nil {
 		return managed.ExternalObservation{}, e.unreachable(cr, err)
 	}
@@ -260,13 +203,20 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 		cr.Status.AtProvider = atProvider(nil, m)
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
-	e.observed = claimed
+	m, errs, err := e.secure(ctx, cr, m, claimed, watched)
+	switch {
+	case err != nil:
+		return managed.ExternalObservation{}, e.unreachable(cr, err)
+	case len(errs) > 0:
+		return e.observeInvalid(ctx, cr, errs)
+	}
+	e.observed, e.secured = claimed, &m
 	diff, err := e.Drifts.Judge(cr, e.observed, m, func() (string, error) { return drift(e.observed, m, cr) })
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, e.judge(cr, e.observed.deployment, readiness.Wanted(render.Deployment(m))), true)
-	cr.Status.AtProvider = atProvider(e.observed.deployment, m)
+	e.report(cr, e.judge(cr, e.observed.deployment(), readiness.Wanted(render.Deployment(m))), true)
+	cr.Status.AtProvider = atProvider(e.observed.deployment(), m)
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.exists(),
 		ResourceUpToDate:  diff == "",
@@ -276,35 +226,37 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 }
 
 // claim sorts what o holds under the Instance's names. Its own objects and an earlier
-// provider's are kept; so is an object it needs that no live Instance owns, when it asks to
-// adopt (spec.adoptionPolicy: Adopt) and its config allows adoption. Any other object it
-// needs is a conflict, named in the message; objects that are not its own and that it does
-// not need are left out, so that nothing is done to them.
+// provider's are kept; so is an object it needs that no live Instance owns, when its kind
+// may be adopted, it asks to adopt (spec.adoptionPolicy: Adopt) and its config allows
+// adoption. Any other object it needs is a conflict, named in the message: a Secret someone
+// else made under its names (credentials they know) is never taken over, nor used. Objects
+// that are not its own and that it does not need are left out, so that nothing is done to
+// them.
 func (e *External) claim(ctx context.Context, o observed, need map[string]bool, cr *v1alpha1.Instance) (observed, string, error) {
 	adopt := cr.Spec.AdoptionPolicy == v1alpha1.AdoptionPolicyAdopt
-	var out observed
 	var c []string
 	var err error
-	o.each(func(kind string, obj client.Object) {
+	out := observed{}
+	o.each(func(k managedKind, obj client.Object) {
 		if err != nil {
 			return
 		}
-		if w := ownershipOf(obj, cr.GetUID()); w == ours || w == legacy {
-			out.set(kind, obj)
+		if w := k.ownership(obj, cr.GetUID()); w == ours || w == legacy {
+			out[k.role] = obj
 			return
 		}
-		if !need[kind] {
+		if !need[k.role] {
 			return
 		}
 		owner, live, lerr := e.Adoption.liveOwner(ctx, obj)
 		if err = lerr; err != nil {
 			return
 		}
-		if adopt && e.Adoption.Allowed && !live {
-			out.set(kind, obj)
+		if k.adoptable && adopt && e.Adoption.Allowed && !live {
+			out[k.role] = obj
 			return
 		}
-		c = append(c, e.Adoption.conflict(kind, obj, owner, live, adopt))
+		c = append(c, e.Adoption.conflict(k, obj, owner, live, adopt))
 	})
 	return out, strings.Join(c, "; "), err
 }
@@ -342,11 +294,11 @@ func (e *External) Update(ctx context.Context, cr *v1alpha1.Instance) (managed.E
 // management policies include Delete.
 func (e *External) Delete(ctx context.Context, cr *v1alpha1.Instance) (managed.ExternalDelete, error) {
 	var errs []error
-	e.observed.each(func(kind string, obj client.Object) {
+	e.observed.each(func(k managedKind, obj client.Object) {
 		uid := obj.GetUID()
 		err := e.Target.Client().Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		if err != nil && !kerrors.IsNotFound(err) && !kerrors.IsConflict(err) {
-			errs = append(errs, errors.Wrapf(err, "cannot delete %s %s/%s", kind, obj.GetNamespace(), obj.GetName()))
+			errs = append(errs, errors.Wrapf(err, "cannot delete %s %s/%s", k.kind, obj.GetNamespace(), obj.GetName()))
 		}
 	})
 	if len(errs) > 0 {
@@ -358,59 +310,57 @@ func (e *External) Delete(ctx context.Context, cr *v1alpha1.Instance) (managed.E
 // Disconnect does nothing: the connection is shared by every Instance of the config.
 func (e *External) Disconnect(_ context.Context) error { return nil }
 
-// observe reads the three objects under key from what the watches hold, and reads an object
-// that is not there directly when need says the Instance needs it: it may be absent,
+// observe reads the Instance's objects under key from what the watches hold, and reads an
+// object that is not there directly when need says the Instance needs it: it may be absent,
 // someone else's (which the watches do not hold), or applied a moment ago. An absent object
-// is nil.
-func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName, need map[string]bool) (observed, error) {
+// is left out. It returns the watches' reader too, for the TLS Secret the Instance names.
+func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName, need map[string]bool) (observed, client.Reader, error) {
 	watched, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr))
 	if err != nil {
-		return observed{}, err
+		return nil, nil, err
 	}
 	direct := e.Target.Client()
-	return readAll(key, func(kind string, obj client.Object) (bool, error) {
-		found, err := get(ctx, watched, key, obj)
-		if err == nil && !found && need[kind] {
-			found, err = get(ctx, direct, key, obj)
+	o, err := readAll(key, func(k managedKind, at types.NamespacedName, obj client.Object) (bool, error) {
+		found, err := get(ctx, watched, at, obj)
+		if err == nil && !found && need[k.role] {
+			found, err = get(ctx, direct, at, obj)
 		}
 		return found, err
 	})
+	return o, watched, err
 }
 
-// observeLive reads the three objects under key directly from the target cluster, whoever
-// they belong to (the watches hold only the Instances' own). It still registers with the
+// observeLive reads the Deployment under key, which an Instance that only observes judges,
+// directly from the target cluster, whoever it belongs to (the watches hold only the
+// Instances' own), and nothing else: no Secret it did not make. It still registers with the
 // namespace's watches, like observe, so that the Instance is woken by them and is
-// Unreachable while the namespace cannot be observed. An absent object is nil.
+// Unreachable while the namespace cannot be observed. An absent object is left out.
 func (e *External) observeLive(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName) (observed, error) {
 	if _, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr)); err != nil {
-		return observed{}, err
+		return nil, err
 	}
 	direct := e.Target.Client()
-	return readAll(key, func(_ string, obj client.Object) (bool, error) {
-		return get(ctx, direct, key, obj)
+	return readAll(key, func(k managedKind, at types.NamespacedName, obj client.Object) (bool, error) {
+		if k.role != roleDeployment {
+			return false, nil
+		}
+		return get(ctx, direct, at, obj)
 	})
 }
 
-// readAll reads the Deployment, Service and PodDisruptionBudget under key with read, which
+// readAll reads the object of every managed kind under key (the base name) with read, which
 // reports whether the object exists.
-func readAll(key types.NamespacedName, read func(kind string, obj client.Object) (bool, error)) (observed, error) {
-	var o observed
-	d, s, p := &appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}
-	for _, r := range []struct {
-		kind string
-		obj  client.Object
-		set  func()
-	}{
-		{"Deployment", d, func() { o.deployment = d }},
-		{"Service", s, func() { o.service = s }},
-		{"PodDisruptionBudget", p, func() { o.pdb = p }},
-	} {
-		found, err := read(r.kind, r.obj)
+func readAll(key types.NamespacedName, read func(k managedKind, at types.NamespacedName, obj client.Object) (bool, error)) (observed, error) {
+	o := observed{}
+	for _, k := range managedKinds {
+		at := types.NamespacedName{Namespace: key.Namespace, Name: k.name(key.Name)}
+		obj := k.object()
+		found, err := read(k, at, obj)
 		if err != nil {
-			return observed{}, errors.Wrapf(err, "cannot get %s %s", r.kind, key)
+			return nil, errors.Wrapf(err, "cannot get %s %s", k.kind, at)
 		}
 		if found {
-			r.set()
+			o[k.role] = obj
 		}
 	}
 	return o, nil
@@ -431,15 +381,16 @@ func get(ctx context.Context, c client.Reader, key types.NamespacedName, obj cli
 // migrates what an earlier provider applied, applies every object, and prunes what the spec
 // no longer needs. It then judges the Instance from the Deployment the apply returned, so
 // that a change just applied reads Progressing or Resizing rather than Available with the
-// old Deployment's numbers.
+// old Deployment's numbers. It applies what Observe secured (credentials, TLS pair), or,
+// called alone, secures it itself.
 func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
 	if len(e.Refused) > 0 {
 		// Observe reports this first; refusing again keeps Create and Update safe alone.
 		return nil, errors.New(resolve.Message(e.Refused))
 	}
-	m, errs := remote.Memcached(cr, e.Settings)
-	if len(errs) > 0 {
-		return nil, errors.New(resolve.Message(errs))
+	m, err := e.desired(ctx, cr)
+	if err != nil {
+		return nil, err
 	}
 	if err := e.migrate(ctx, cr); err != nil {
 		return nil, err
@@ -448,7 +399,7 @@ func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 	if err != nil {
 		return nil, err
 	}
-	if err := e.prune(ctx, m); err != nil {
+	if err := e.prune(ctx, cr, m); err != nil {
 		return nil, err
 	}
 	if applied != nil {
@@ -458,21 +409,45 @@ func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 	return render.ConnectionDetails(m), nil
 }
 
+// desired is the Memcached to apply: what Observe secured, or the Instance resolved and
+// secured now.
+func (e *External) desired(ctx context.Context, cr *v1alpha1.Instance) (render.Memcached, error) {
+	m, errs := remote.Memcached(cr, e.Settings)
+	if len(errs) > 0 {
+		return render.Memcached{}, errors.New(resolve.Message(errs))
+	}
+	if e.secured != nil {
+		return *e.secured, nil
+	}
+	watched, err := e.Target.Watched(ctx, m.Namespace, instanceKey(cr))
+	if err != nil {
+		return render.Memcached{}, kubeconfig.Trim(err)
+	}
+	m, errs, err = e.secure(ctx, cr, m, e.observed, watched)
+	switch {
+	case err != nil:
+		return render.Memcached{}, kubeconfig.Trim(err)
+	case len(errs) > 0:
+		return render.Memcached{}, errors.New(resolve.Message(errs))
+	}
+	return m, nil
+}
+
 // migrate moves the fields an earlier provider applied to the objects Observe found to the
 // Instance's own field manager.
 func (e *External) migrate(ctx context.Context, cr *v1alpha1.Instance) error {
 	c := e.Target.Client()
 	manager := FieldManager(cr)
 	var errs error
-	e.observed.each(func(kind string, obj client.Object) {
-		if errs != nil || ownershipOf(obj, cr.GetUID()) != legacy {
+	e.observed.each(func(k managedKind, obj client.Object) {
+		if errs != nil || k.ownership(obj, cr.GetUID()) != legacy {
 			return
 		}
 		patch, err := migration(obj, manager)
 		if err == nil && patch != nil {
 			err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 		}
-		errs = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", kind, obj.GetNamespace(), obj.GetName(), manager)
+		errs = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", k.kind, obj.GetNamespace(), obj.GetName(), manager)
 	})
 	return kubeconfig.Trim(errs)
 }
@@ -483,25 +458,28 @@ func (e *External) migrate(ctx context.Context, cr *v1alpha1.Instance) error {
 func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) (*appsv1.Deployment, error) {
 	c := e.Target.Client()
 	var applied *appsv1.Deployment
-	for _, o := range render.Objects(m) {
+	for _, k := range managedKinds {
+		if !k.needed(m) {
+			continue
+		}
+		o := k.render(m)
 		u, err := render.ToApply(o)
 		if err != nil {
 			return nil, err
 		}
 		stamp(u, cr)
-		kind := kindOf(o)
-		if live := e.observed.live(kind); live != nil {
+		if live := e.observed[k.role]; live != nil {
 			u.SetUID(live.GetUID())
-			if ownershipOf(live, cr.GetUID()) == foreign {
+			if k.ownership(live, cr.GetUID()) == foreign {
 				// Adopted as Observe read it, or not at all: had someone (another
 				// Instance) labelled it since, the apply fails on its resourceVersion.
 				u.SetResourceVersion(live.GetResourceVersion())
 			}
 		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager(cr)), client.ForceOwnership); err != nil {
-			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", kind, m.Namespace, m.Name))
+			return nil, kubeconfig.Trim(errors.Wrapf(err, "cannot apply %s %s/%s", k.kind, m.Namespace, o.GetName()))
 		}
-		if kind == "Deployment" {
+		if k.role == roleDeployment {
 			applied = &appsv1.Deployment{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
 				return nil, errors.Wrapf(err, "cannot read the applied Deployment %s/%s", m.Namespace, m.Name)
@@ -511,18 +489,25 @@ func (e *External) apply(ctx context.Context, cr *v1alpha1.Instance, m render.Me
 	return applied, nil
 }
 
-// prune deletes the Instance's PodDisruptionBudget when m no longer needs one: a budget over
-// a single replica would block every node drain.
-func (e *External) prune(ctx context.Context, m render.Memcached) error {
-	pdb := e.observed.pdb
-	if pdb == nil || render.NeedsPodDisruptionBudget(m) {
-		return nil
-	}
-	err := e.Target.Client().Delete(ctx, pdb, client.Preconditions{UID: &pdb.UID})
-	if err != nil && !kerrors.IsNotFound(err) {
-		return kubeconfig.Trim(errors.Wrapf(err, "cannot delete PodDisruptionBudget %s/%s", pdb.Namespace, pdb.Name))
-	}
-	return nil
+// prune deletes the Instance's objects that m no longer needs: its PodDisruptionBudget
+// (a budget over a single replica would block every node drain), its NetworkPolicy, its auth
+// Secret and its TLS pair's copy once the spec turns them off. Only what Observe judged the
+// Instance's is deleted, each guarded by its UID.
+func (e *External) prune(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached) error {
+	var errs error
+	e.observed.each(func(k managedKind, obj client.Object) {
+		if errs != nil || k.needed(m) {
+			return
+		}
+		if w := k.ownership(obj, cr.GetUID()); w != ours && w != legacy {
+			return
+		}
+		uid := obj.GetUID()
+		if err := e.Target.Client().Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !kerrors.IsNotFound(err) {
+			errs = kubeconfig.Trim(errors.Wrapf(err, "cannot delete %s %s/%s", k.kind, obj.GetNamespace(), obj.GetName()))
+		}
+	})
+	return errs
 }
 
 // report sets the Instance's Available condition to c and, with ready, its Ready condition,
@@ -559,52 +544,36 @@ func (e *External) unreachable(cr *v1alpha1.Instance, err error) error {
 // date. Only the Instance's field manager's fields are compared, so defaults the API server
 // fills in (terminationMessagePath, clusterIPs, ...) and fields other controllers add never
 // count, while a field someone changed by hand does: the change moved it to their manager.
-// An object an earlier provider made, or one being adopted, is never up to date.
+// An object an earlier provider made, or one being adopted, is never up to date; nor is one
+// the spec no longer needs.
 func drift(o observed, m render.Memcached, cr *v1alpha1.Instance) (string, error) {
 	manager := FieldManager(cr)
 	var diffs []string
-	add := func(kind, d string) {
-		if d != "" {
-			diffs = append(diffs, kind+" "+m.Namespace+"/"+m.Name+": "+d)
+	for _, k := range managedKinds {
+		at := k.kind + " " + m.Namespace + "/" + k.name(m.Name) + ": "
+		live := o[k.role]
+		if !k.needed(m) {
+			if live != nil {
+				diffs = append(diffs, at+"is no longer needed")
+			}
+			continue
 		}
-	}
-	compare := func(kind string, diff func() (string, error)) error {
-		live := o.live(kind)
 		switch {
 		case live == nil:
-			add(kind, "does not exist")
-		case ownershipOf(live, cr.GetUID()) == legacy:
-			add(kind, "moves from field manager "+LegacyFieldManager+" to "+manager)
-		case ownershipOf(live, cr.GetUID()) == foreign:
-			add(kind, "is adopted (spec.adoptionPolicy: Adopt)")
+			diffs = append(diffs, at+"does not exist")
+		case k.ownership(live, cr.GetUID()) == legacy:
+			diffs = append(diffs, at+"moves from field manager "+LegacyFieldManager+" to "+manager)
+		case k.ownership(live, cr.GetUID()) == foreign:
+			diffs = append(diffs, at+"is adopted (spec.adoptionPolicy: Adopt)")
 		default:
-			d, err := diff()
+			d, err := k.diff(k.render(m), live, cr)
 			if err != nil {
-				return errors.Wrapf(err, "cannot compare %s %s/%s", kind, m.Namespace, m.Name)
+				return "", errors.Wrapf(err, "cannot compare %s %s/%s", k.kind, m.Namespace, k.name(m.Name))
 			}
-			add(kind, d)
+			if d != "" {
+				diffs = append(diffs, at+d)
+			}
 		}
-		return nil
-	}
-	if err := compare("Deployment", func() (string, error) {
-		return ownedDiff(render.Deployment(m), o.deployment, cr, appsv1ac.ExtractDeployment, cmpopts.IgnoreFields(appsv1ac.DeploymentApplyConfiguration{}, "Status"))
-	}); err != nil {
-		return "", err
-	}
-	if err := compare("Service", func() (string, error) {
-		return ownedDiff(render.Service(m), o.service, cr, corev1ac.ExtractService, cmpopts.IgnoreFields(corev1ac.ServiceApplyConfiguration{}, "Status"))
-	}); err != nil {
-		return "", err
-	}
-	switch {
-	case render.NeedsPodDisruptionBudget(m):
-		if err := compare("PodDisruptionBudget", func() (string, error) {
-			return ownedDiff(render.PodDisruptionBudget(m), o.pdb, cr, policyv1ac.ExtractPodDisruptionBudget, cmpopts.IgnoreFields(policyv1ac.PodDisruptionBudgetApplyConfiguration{}, "Status"))
-		}); err != nil {
-			return "", err
-		}
-	case o.pdb != nil:
-		add("PodDisruptionBudget", "is no longer needed")
 	}
 	return strings.Join(diffs, "\n"), nil
 }
@@ -653,9 +622,4 @@ func atProvider(d *appsv1.Deployment, m render.Memcached) v1alpha1.InstanceObser
 		o.Selector = labels.SelectorFromSet(render.SelectorLabels(m)).String()
 	}
 	return o
-}
-
-// kindOf names a rendered object's kind for messages; the renderer sets type metadata.
-func kindOf(o render.Object) string {
-	return o.GetObjectKind().GroupVersionKind().Kind
 }

@@ -87,6 +87,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		RequestTimeout: RequestTimeout,
 		WatchTimeout:   o.PollInterval,
 		SyncTimeout:    SyncTimeout,
+		Kinds:          WatchedObjects(),
 		Wake: func(n types.NamespacedName) {
 			i := &v1alpha1.Instance{}
 			i.SetNamespace(n.Namespace)
@@ -117,6 +118,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		Recorder:    recorder,
 		Transitions: NewTransitions(),
 		Drifts:      NewDrifts(),
+		Credentials: NewCredentials(),
 	}, o.PollInterval),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
@@ -288,6 +290,8 @@ type Connector struct {
 	Transitions *Transitions
 	// Drifts remember the drift each Instance was last judged to have.
 	Drifts *Drifts
+	// Credentials keep generated credentials until their auth Secret is observed.
+	Credentials *Credentials
 }
 
 // Connect reads the Instance's ProviderConfig and the platform's policy, decides whether
@@ -305,7 +309,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 		// client that strips type metadata lacks.
 		cr.SetGroupVersionKind(v1alpha1.InstanceGroupVersionKind)
 	}
-	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts}
+	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts, Credentials: c.Credentials}
 	ref := cr.GetProviderConfigReference()
 	cfg, err := kubeconfig.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {

@@ -111,11 +111,11 @@ func (a Adoption) liveOwner(ctx context.Context, o metav1.Object) (string, bool,
 	return "", false, nil
 }
 
-// conflict says, for the Instance's Synced condition and events, why o (of kind) is not
+// conflict says, for the Instance's Synced condition and events, why o (of kind k) is not
 // the Instance's: whose it is and, when the Instance could take it over, how. An object
 // of a live Instance (owner, when live) is that Instance's, and nothing is suggested.
-func (a Adoption) conflict(kind string, o metav1.Object, owner string, live, adopt bool) string {
-	what := kind + " " + o.GetNamespace() + "/" + o.GetName() + " exists and is not this Instance's: "
+func (a Adoption) conflict(k managedKind, o metav1.Object, owner string, live, adopt bool) string {
+	what := k.kind + " " + o.GetNamespace() + "/" + o.GetName() + " exists and is not this Instance's: "
 	uid, labelled := o.GetLabels()[v1alpha1.LabelInstanceUID]
 	switch {
 	case live:
@@ -126,6 +126,8 @@ func (a Adoption) conflict(kind string, o metav1.Object, owner string, live, ado
 		what += "it has no label " + v1alpha1.LabelInstanceUID
 	}
 	switch {
+	case !k.adoptable:
+		return what + "; a " + k.kind + " is never adopted, since whoever made it knows what it holds: delete it, and the provider makes its own"
 	case !a.Allowed:
 		return what + "; " + a.Config + " does not allow adoption (its spec.adoption is not Allowed)"
 	case !adopt:
