@@ -113,6 +113,9 @@ func TestRunFunction(t *testing.T) {
 		"remote-platform-default": {
 			reason: "The Input's defaults.providerConfigRef places a claim that names none.",
 		},
+		"remote-pod-reasons": {
+			reason: "The reasons the provider found in a remote Memcached's pods reach the claim: its Available message is the Instance's, word for word, announced once as Degraded.",
+		},
 		"remote-invalid-keeps-instance": {
 			reason: "An invalid resize of a remote Memcached keeps its Instance exactly as it runs and reports InvalidSpec.",
 		},

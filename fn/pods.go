@@ -36,8 +36,5 @@ func explain(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, m rend
 			pods = append(pods, p)
 		}
 	}
-	if why := readiness.Pods(pods); why != "" {
-		return message + "; " + why
-	}
-	return message
+	return readiness.Explain(message, pods)
 }

@@ -51,6 +51,17 @@ func Pods(pods []corev1.Pod) string {
 	return strings.Join(parts, "; ")
 }
 
+// Explain appends to an Available message why replicas are not available, from the
+// Memcached's own pods (see Pods); it is message itself when no pod has anything to tell.
+// The composition function and the provider explain with it, so a claim says the same
+// wherever its Memcached runs.
+func Explain(message string, pods []corev1.Pod) string {
+	if why := Pods(pods); why != "" {
+		return message + "; " + why
+	}
+	return message
+}
+
 // Ranks of what keeps a pod from serving: what needs a person first.
 const (
 	rankStarting    = 1 // Being scheduled or started; usually resolves itself.

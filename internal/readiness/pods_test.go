@@ -125,3 +125,35 @@ func TestPods(t *testing.T) {
 		})
 	}
 }
+
+func TestExplain(t *testing.T) {
+	type args struct {
+		message string
+		pods    []corev1.Pod
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   string
+	}{
+		"Reasons": {
+			reason: "What the pods tell follows the message, after a semicolon.",
+			args: args{message: "0/1 replicas available", pods: []corev1.Pod{
+				pod("sessions-x2", waiting("ImagePullBackOff", `Back-off pulling image "memcached:1.6.99"`)),
+			}},
+			want: `0/1 replicas available; sessions-x2: ImagePullBackOff (Back-off pulling image "memcached:1.6.99")`,
+		},
+		"NothingToTell": {
+			reason: "Pods with nothing to tell, or none, leave the message as it is.",
+			args:   args{message: "2/3 replicas available", pods: []corev1.Pod{pod("a")}},
+			want:   "2/3 replicas available",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Explain(tc.args.message, tc.args.pods)); diff != "" {
+				t.Errorf("%s\nExplain(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -276,5 +277,39 @@ func TestReadyAndAvailable(t *testing.T) {
 				t.Errorf("\n%s\nReady, Available(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+func TestInstanceCarriesSecurity(t *testing.T) {
+	m := resolved()
+	m.Auth = &render.Auth{Rotation: "r1"}
+	m.TLS = &render.TLS{SecretName: "sessions-cert"}
+	m.NetworkPolicy = &render.NetworkAccess{AllowedNamespaces: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "web"}}}
+	i := Instance(m, xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "edge"})
+	want := cachev1alpha1.MemcachedSpec{
+		Auth:          &cachev1alpha1.Auth{Enabled: ptr.To(true), Rotation: "r1"},
+		TLS:           &cachev1alpha1.TLS{SecretName: "sessions-cert"},
+		NetworkPolicy: &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(true), AllowedNamespaces: m.NetworkPolicy.AllowedNamespaces},
+	}
+	got := i.Spec.ForProvider.MemcachedSpec
+	if diff := cmp.Diff(want, cachev1alpha1.MemcachedSpec{Auth: got.Auth, TLS: got.TLS, NetworkPolicy: got.NetworkPolicy}); diff != "" {
+		t.Errorf("The Instance carries auth (enabled, rotation), the TLS Secret's name and the NetworkPolicy: -want, +got:\n%s", diff)
+	}
+}
+
+func TestMemcachedSecurityErrorsNameTheInstancesFields(t *testing.T) {
+	i := &v1alpha1.Instance{}
+	i.Spec.ForProvider.Namespace = "team-a"
+	i.Spec.ForProvider.Auth = &cachev1alpha1.Auth{Enabled: ptr.To(true), Rotation: "not a label"}
+	i.Spec.ForProvider.NetworkPolicy = &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(true), AllowedNamespaces: &metav1.LabelSelector{}}
+	_, errs := Memcached(i, defaults(t))
+	msg := resolve.Message(errs)
+	for _, want := range []string{
+		`spec.forProvider.auth.rotation: Invalid value: "not a label": must be at most 63 letters`,
+		`spec.forProvider.networkPolicy.allowedNamespaces: Invalid value: "{}": must name the namespaces it admits`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("An Instance's auth and NetworkPolicy are checked as a claim's, with the same words, naming spec.forProvider: %q does not contain %q", msg, want)
+		}
 	}
 }

@@ -264,7 +264,7 @@ type Object interface {
 // the pods mount (with auth and TLS on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
 // NetworkPolicy and the ServiceMonitor. The function composes them and the provider applies
 // them, so both run exactly the same set; for the provider, resolve.Remote leaves a Memcached
-// no auth, NetworkPolicy or ServiceMonitor, which it does not manage in a target cluster yet.
+// no ServiceMonitor, which belongs to the Prometheus of the cluster it runs in.
 func Objects(m Memcached) []Object {
 	var objs []Object
 	if m.Auth != nil {

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -220,5 +222,77 @@ func TestProviderObserveOnly(t *testing.T) {
 	waitInstance(t, ns, "legacy", "Available with the live 1 replica", instanceAvailable(1))
 	if getOn(t, b.Kube, serviceGVK, ns, "legacy") != nil {
 		t.Error("an Instance that only observes created a Service")
+	}
+}
+
+// A remote Memcached whose image cannot be pulled says why, on its Instance and on its
+// claim: while it is not available the provider lists its pods in the workload cluster and
+// names their reason in the function's words, and fixing the image makes both Available
+// with the counts alone. The workload clusters' nodes are kwok's, which pull nothing and run
+// any image, so the test plays the kubelet that could not pull: it writes the pod status a
+// real kubelet writes (TestNodeBrokenImage shows the real kubelet's, for a claim here). The
+// pod stays Running, because kwok makes every Pending pod that is not Ready ready again.
+func TestProviderPodReasons(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := workloads(t)
+	ns := team(t, "pod-reasons", a)
+	const name, broken = "sessions", "memcached:does-not-exist"
+	c := remoteClaim(ns, name, a.Config, 1)
+	c.Object["spec"].(map[string]any)["image"] = broken
+	apply(t, c)
+	waitAvailable(t, claimGVK, ns, name, 1)
+
+	pods, err := a.Kube.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d pods of %s/%s in %s, want 1", len(pods.Items), ns, name, a.Config)
+	}
+	p := pods.Items[0]
+	image := ""
+	for _, c := range p.Spec.Containers {
+		if c.Name == "memcached" {
+			image = c.Image
+		}
+	}
+	if !strings.HasSuffix(image, broken) {
+		t.Fatalf("the pod's memcached container runs %q, want %q", image, broken)
+	}
+	backOff := fmt.Sprintf("Back-off pulling image %q", image)
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			c.Status, c.Reason = corev1.ConditionFalse, "ContainersNotReady"
+		}
+	}
+	for i := range p.Status.ContainerStatuses {
+		if s := &p.Status.ContainerStatuses[i]; s.Name == "memcached" {
+			s.Ready, s.Started = false, ptr.To(false)
+			s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: backOff}}
+		}
+	}
+	if _, err := a.Kube.Typed.CoreV1().Pods(ns).UpdateStatus(ctx, &p, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	why := fmt.Sprintf("0/1 replicas available; %s: ImagePullBackOff (%s)", p.Name, backOff)
+	i := waitInstance(t, ns, name, "Degraded because of the pod", unavailable("Degraded", why))
+	m := waitMemcached(t, claimGVK, ns, name, "not Available because of the pod", func(m memcached) error {
+		if m.Available != "False" || m.Ready == "True" || m.Message != why {
+			return errors.Errorf("want not Ready, Available=False %q", why)
+		}
+		return nil
+	})
+	t.Logf("%.1fs after the pod's status: Instance %s; claim %s", time.Since(start).Seconds(), i, m)
+
+	if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, name, []byte(`{"spec":{"image":null}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(t, claimGVK, ns, name, 1)
+	waitInstance(t, ns, name, "Available", instanceAvailable(1))
+	if diff := cmp.Diff(map[string]int64{"Normal/Available": 2, "Warning/Degraded": 1}, availability(instanceEvents(t, ns, name))); diff != "" {
+		t.Errorf("availability events on the Instance: -want, +got:\n%s", diff)
 	}
 }

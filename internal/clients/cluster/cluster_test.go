@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +27,9 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 )
@@ -418,3 +422,21 @@ func TestWatched(t *testing.T) {
 
 // testKinds are the kinds the provider watches, as the Instance controller lists them.
 var testKinds = []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &networkingv1.NetworkPolicy{}, &corev1.Secret{}}
+
+func TestReaderFallsBackToTLSSecrets(t *testing.T) {
+	ctx := context.Background()
+	s := kubeconfig.Scheme()
+	tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sessions-cert"}, Type: corev1.SecretTypeTLS}
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "sessions-cert"}}
+	r := reader{
+		owned: fake.NewClientBuilder().WithScheme(s).Build(),
+		tls:   fake.NewClientBuilder().WithScheme(s).WithObjects(tlsSecret, deployment).Build(),
+	}
+	at := types.NamespacedName{Namespace: "team-a", Name: "sessions-cert"}
+	if err := r.Get(ctx, at, &corev1.Secret{}); err != nil {
+		t.Errorf("A Secret the owned watches do not hold is read from the TLS Secrets' watch: %v", err)
+	}
+	if err := r.Get(ctx, at, &appsv1.Deployment{}); !kerrors.IsNotFound(err) {
+		t.Errorf("Only a Secret falls back to the TLS Secrets' watch; a Deployment read %v", err)
+	}
+}

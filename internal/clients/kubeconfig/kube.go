@@ -280,6 +280,8 @@ func RESTMapper() meta.RESTMapper {
 	m.Add(policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"), meta.RESTScopeNamespace)
 	m.Add(networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"), meta.RESTScopeNamespace)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	// Pods are only listed, to explain a Memcached that is not available.
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	return m
 }
 

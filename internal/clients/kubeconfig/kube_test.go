@@ -416,7 +416,7 @@ func TestNew(t *testing.T) {
 		t.Fatalf("New(...): %v", err)
 	}
 	// The static mapper answers without discovery, which the unreachable host proves.
-	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}, &corev1.Pod{}} {
 		namespaced, err := c.IsObjectNamespaced(o)
 		if err != nil || !namespaced {
 			t.Errorf("IsObjectNamespaced(%T) = %v, %v; want true, nil", o, namespaced, err)

@@ -15,7 +15,8 @@ import (
 // is far smaller; and the provider lists only the Deployments, Services and
 // PodDisruptionBudgets labelled with an Instance's UID in one namespace, one of each per
 // Instance, a few KiB each: 8 MiB is a list of some two thousand Instances in one namespace
-// of one cluster. A bigger answer fails, and is never held whole in memory.
+// of one cluster. The only other list, of one Memcached's pods while it is not available,
+// asks for at most a hundred. A bigger answer fails, and is never held whole in memory.
 const MaxAnswer = 8 << 20
 
 // MaxWatch bounds the whole of one watch stream of a target cluster. A watch runs for the

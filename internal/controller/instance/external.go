@@ -215,7 +215,7 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.report(cr, e.judge(cr, e.observed.deployment(), readiness.Wanted(render.Deployment(m))), true)
+	e.report(cr, e.explained(ctx, cr, e.observed.deployment(), m), true)
 	cr.Status.AtProvider = atProvider(e.observed.deployment(), m)
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.exists(),
@@ -403,7 +403,7 @@ func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		return nil, err
 	}
 	if applied != nil {
-		e.report(cr, e.judge(cr, applied, readiness.Wanted(render.Deployment(m))), true)
+		e.report(cr, e.explained(ctx, cr, applied, m), true)
 		cr.Status.AtProvider = atProvider(applied, m)
 	}
 	return render.ConnectionDetails(m), nil
@@ -436,20 +436,46 @@ func (e *External) desired(ctx context.Context, cr *v1alpha1.Instance) (render.M
 // migrate moves the fields an earlier provider applied to the objects Observe found to the
 // Instance's own field manager.
 func (e *External) migrate(ctx context.Context, cr *v1alpha1.Instance) error {
-	c := e.Target.Client()
 	manager := FieldManager(cr)
 	var errs error
 	e.observed.each(func(k managedKind, obj client.Object) {
 		if errs != nil || k.ownership(obj, cr.GetUID()) != legacy {
 			return
 		}
-		patch, err := migration(obj, manager)
-		if err == nil && patch != nil {
-			err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
-		}
-		errs = errors.Wrapf(err, "cannot move %s %s/%s to field manager %s", k.kind, obj.GetNamespace(), obj.GetName(), manager)
+		errs = errors.Wrapf(e.move(ctx, cr, obj, manager), "cannot move %s %s/%s to field manager %s", k.kind, obj.GetNamespace(), obj.GetName(), manager)
 	})
 	return kubeconfig.Trim(errs)
+}
+
+// maxMoves is how many times move patches an object that keeps changing under it.
+const maxMoves = 4
+
+// move moves obj's legacy fields to manager. The patch is guarded by the resourceVersion it
+// was computed from, and an object an earlier provider made is being written by others too
+// (the Deployment controller updates its status while it rolls out): when the patch fails
+// and the object changed meanwhile, move reads it again and moves what it holds now, so
+// that a busy object migrates in one reconcile rather than over a growing backoff.
+func (e *External) move(ctx context.Context, cr *v1alpha1.Instance, obj client.Object, manager string) error {
+	c := e.Target.Client()
+	for n := 1; ; n++ {
+		patch, err := migration(obj, manager)
+		if err != nil || patch == nil {
+			return err
+		}
+		uid, read := obj.GetUID(), obj.GetResourceVersion()
+		err = c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+		if err == nil || n == maxMoves {
+			return err
+		}
+		if gerr := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil || obj.GetResourceVersion() == read {
+			return err
+		}
+		if obj.GetUID() != uid || ownershipOf(obj, cr.GetUID()) != legacy {
+			// Replaced, labelled or moved by someone else meanwhile: the next reconcile
+			// judges whose it is now, before anything is applied to it.
+			return errors.New("it changed hands while being moved")
+		}
+	}
 }
 
 // apply server-side applies what m renders with the Instance's own field manager and force,

@@ -937,6 +937,26 @@ func recordApplies(calls *[]applyCall) interceptor.Funcs {
 	}}
 }
 
+// writesBeforePatch changes each Deployment (as the Deployment controller writing its
+// status would) just before the first n patches of it reach the cluster, so that a patch
+// guarded by the resourceVersion read before finds the object changed.
+func writesBeforePatch(t *testing.T, n int) interceptor.Funcs {
+	return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+		if _, ok := obj.(*appsv1.Deployment); ok && n > 0 {
+			n--
+			d := &appsv1.Deployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), d); err != nil {
+				t.Fatal(err)
+			}
+			d.Status.ObservedGeneration++
+			if err := c.Status().Update(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c.Patch(ctx, obj, patch, opts...)
+	}}
+}
+
 // failApply fails applying objects of kind.
 func failApply(kind string) interceptor.Funcs {
 	return interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -1093,6 +1113,40 @@ func TestCreateAndUpdate(t *testing.T) {
 				cr: instance(), observe: true,
 			},
 			want: want{details: details, applies: everything, live: ours},
+		},
+		"MigratesWhileTheControllerWrites": {
+			reason: "An earlier provider's Deployment that the Deployment controller writes to between Observe and the move is read again and moved in the same reconcile, not left to a growing backoff.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					return with(interceptor.NewClient(legacyApplied(t, instance()), writesBeforePatch(t, 2)), funcs)
+				},
+				cr: instance(), observe: true,
+			},
+			want: want{details: details, applies: everything, live: ours},
+		},
+		"MigrationChangedHands": {
+			reason: "An earlier provider's Deployment that another Instance labelled between Observe and the move is not taken: nothing is applied, and the next reconcile judges whose it is.",
+			args: args{
+				kube: func(t *testing.T, funcs interceptor.Funcs) client.Client {
+					c := legacyApplied(t, instance())
+					return with(interceptor.NewClient(c, interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+						d := &appsv1.Deployment{}
+						if err := cl.Get(ctx, client.ObjectKeyFromObject(obj), d); err != nil {
+							t.Fatal(err)
+						}
+						d.Labels[v1alpha1.LabelInstanceUID] = "other-uid"
+						if err := cl.Update(ctx, d); err != nil {
+							t.Fatal(err)
+						}
+						return cl.Patch(ctx, obj, patch, opts...)
+					}}), funcs)
+				},
+				cr: instance(), observe: true,
+			},
+			want: want{
+				err:  "cannot move Deployment team-a/sessions to field manager memcached-provider/platform/sessions: it changed hands while being moved",
+				live: live{Replicas: 3, Image: image, Service: true, PDB: true, Legacy: true, ForeignPDB: true},
+			},
 		},
 		"Adopts": {
 			reason: "With adoptionPolicy Adopt an application's Deployment is taken over: labelled as the Instance's and applied over.",

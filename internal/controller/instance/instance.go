@@ -1,8 +1,9 @@
 // Package instance is the Instance controller: crossplane-runtime's managed reconciler
 // around an external client whose "external system" is another Kubernetes cluster. It
 // resolves an Instance like the composition function resolves a claim (with the platform's
-// policy, read from the Composition that carries it), renders the same Deployment, Service
-// and PodDisruptionBudget with package render, server-side applies them to the target
+// policy, read from the Composition that carries it), renders the same objects (managedKinds:
+// Deployment, Service, PodDisruptionBudget, NetworkPolicy, auth Secret, TLS pair's copy) with
+// package render, server-side applies them to the target
 // cluster and judges them with package readiness, so a Memcached looks and reports the same
 // whichever way it was asked for.
 //

@@ -1,0 +1,419 @@
+package instance
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/render"
+)
+
+// withAuth turns authentication on, with rotation r (none when empty).
+func withAuth(r string) func(*v1alpha1.Instance) {
+	return func(i *v1alpha1.Instance) {
+		i.Spec.ForProvider.Auth = &cachev1alpha1.Auth{Enabled: ptr.To(true), Rotation: r}
+	}
+}
+
+// withTLS names the TLS Secret.
+func withTLS(name string) func(*v1alpha1.Instance) {
+	return func(i *v1alpha1.Instance) { i.Spec.ForProvider.TLS = &cachev1alpha1.TLS{SecretName: name} }
+}
+
+// withNetworkPolicy turns the NetworkPolicy on or off.
+func withNetworkPolicy(on bool) func(*v1alpha1.Instance) {
+	return func(i *v1alpha1.Instance) {
+		i.Spec.ForProvider.NetworkPolicy = &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(on)}
+	}
+}
+
+// once runs what the managed reconciler runs for cr: Observe, then Create or Update
+// when the Memcached does not exist or is not up to date, each with a new External, as
+// each reconcile has. It returns the connection details the publisher would write last
+// (nil when none), and Observe's error.
+func once(t *testing.T, c client.Client, creds *Credentials, now time.Time, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
+	t.Helper()
+	ctx := context.Background()
+	e := &External{Target: newTarget(c), Settings: settings(t), Credentials: creds, Now: func() time.Time { return now }}
+	o, err := e.Observe(ctx, cr)
+	if err != nil {
+		return nil, err
+	}
+	details := o.ConnectionDetails
+	switch {
+	case !o.ResourceExists:
+		cr, err := e.Create(ctx, cr)
+		if err != nil {
+			t.Fatalf("Create(...): %v", err)
+		}
+		details = cr.ConnectionDetails
+	case !o.ResourceUpToDate:
+		u, err := e.Update(ctx, cr)
+		if err != nil {
+			t.Fatalf("Update(...): %v", err)
+		}
+		details = u.ConnectionDetails
+	}
+	return details, nil
+}
+
+// secretAt reads the Secret name in team-a; nil when absent.
+func secretAt(t *testing.T, c client.Client, name string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: key.Namespace, Name: name}, s); err != nil {
+		return nil
+	}
+	return s
+}
+
+func TestCredentialsOncePerRotation(t *testing.T) {
+	c := targetCluster(interceptor.Funcs{})
+	creds := NewCredentials()
+	now := time.Now()
+	cr := instance(withAuth(""))
+
+	first, err := once(t, c, creds, now, cr)
+	if err != nil {
+		t.Fatalf("the first reconcile: %v", err)
+	}
+	s := secretAt(t, c, "sessions-auth")
+	if s == nil || s.Labels[v1alpha1.LabelInstanceUID] != uid {
+		t.Fatalf("With auth on, the provider applies the auth Secret labelled as the Instance's; got %v", s)
+	}
+	if len(first["password"]) != 32 || string(first["username"]) != "memcached" || string(s.Data["password"]) != string(first["password"]) {
+		t.Fatalf("The connection details publish the credentials the auth Secret holds: details %v, Secret %v", keys(first), keys(s.Data))
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), key, d); err != nil || d.Spec.Template.Annotations[render.AnnotationCredentials] == "" {
+		t.Errorf("The pod template carries the credentials' digest (so that new ones roll the pods): %v", err)
+	}
+
+	// Another reconcile, by another process (no pending credentials): read back, never
+	// generated again.
+	again, err := once(t, c, NewCredentials(), now, cr)
+	if err != nil || string(again["password"]) != string(first["password"]) {
+		t.Errorf("A second reconcile must read the credentials back, not generate new ones (err %v)", err)
+	}
+
+	// An invalid spec in between changes nothing.
+	if _, err := once(t, c, creds, now, instance(withAuth("r1"), size(9))); err == nil || !strings.Contains(err.Error(), "spec.forProvider.size") {
+		t.Errorf("An invalid spec is reported, naming the field: %v", err)
+	}
+	if got := secretAt(t, c, "sessions-auth"); string(got.Data["password"]) != string(first["password"]) {
+		t.Error("An invalid spec must not change the credentials")
+	}
+
+	// A new rotation replaces them exactly once, even when the next reconcile reads a watch
+	// that does not show the rotated Secret yet.
+	rotated := instance(withAuth("r1"))
+	r1, err := once(t, c, creds, now, rotated)
+	if err != nil || string(r1["password"]) == string(first["password"]) || len(r1["password"]) != 32 {
+		t.Fatalf("A new rotation generates new credentials (err %v)", err)
+	}
+	if got := secretAt(t, c, "sessions-auth"); got.Annotations[render.AnnotationRotation] != "r1" || string(got.Data["password"]) != string(r1["password"]) {
+		t.Error("The auth Secret holds the rotated credentials and records the rotation")
+	}
+	stale := targetCluster(interceptor.Funcs{}, s.DeepCopy())
+	s.ResourceVersion = ""
+	if d, _ := once(t, stale, creds, now, rotated); string(d["password"]) != string(r1["password"]) {
+		t.Error("A reconcile that still sees the Secret of the old rotation must use the credentials generated for the new one, not generate others")
+	}
+	for range 2 {
+		if d, err := once(t, c, NewCredentials(), now, rotated); err != nil || string(d["password"]) != string(r1["password"]) {
+			t.Errorf("The rotation replaced the credentials once: later reconciles read them back (err %v)", err)
+		}
+	}
+}
+
+func TestForeignAuthSecretIsNeverUsed(t *testing.T) {
+	// A hostile tenant of the target namespace makes the auth Secret first, with
+	// credentials it knows, hoping the Memcached and its clients use them.
+	planted := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "sessions-auth"},
+		Data:       map[string][]byte{"username": []byte("memcached"), "password": []byte("known-to-the-attacker")},
+	}
+	// Or passes it off as an earlier provider's, whose objects an Instance takes over.
+	legacyLooking := planted.DeepCopy()
+	legacyLooking.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: LegacyFieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:password":{},"f:username":{}}}`)}}}
+	for name, tc := range map[string]struct {
+		cr     *v1alpha1.Instance
+		secret *corev1.Secret
+	}{
+		"Unlabelled":    {cr: instance(withAuth("")), secret: planted},
+		"Adopting":      {cr: instance(withAuth(""), adopting), secret: planted},
+		"LegacyLooking": {cr: instance(withAuth("")), secret: legacyLooking},
+	} {
+		cr := tc.cr
+		t.Run(name, func(t *testing.T) {
+			c := targetCluster(readOnly(t), tc.secret.DeepCopy())
+			if live := secretAt(t, c, "sessions-auth"); name == "LegacyLooking" && ownershipOf(live, uid) != legacy {
+				t.Fatal("the planted Secret must look like an earlier provider's for this case to test anything")
+			}
+			e := &External{Target: newTarget(c), Settings: settings(t), Adoption: Adoption{Allowed: true, Config: "ClusterProviderConfig workload"}}
+			o, err := e.Observe(context.Background(), cr)
+			want := "Secret team-a/sessions-auth exists and is not this Instance's: it has no label memcached.example.com/instance-uid; a Secret is never adopted"
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Observe(...) = %v, want a conflict starting %q", err, want)
+			}
+			if o.ConnectionDetails != nil || strings.Contains(errString(err), "known-to-the-attacker") {
+				t.Error("The planted credentials must never be published nor shown")
+			}
+		})
+	}
+}
+
+// pair is a TLS Secret sessions-cert holding a certificate for dnsName valid until notAfter,
+// signed by a CA in ca.crt.
+func pair(t *testing.T, dnsName string, notAfter time.Time) *corev1.Secret {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(48 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	leaf, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName}, DNSNames: []string{dnsName},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &leaf.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalPKCS8PrivateKey(leaf)
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "sessions-cert"},
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			corev1.TLSCertKey:              pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			corev1.TLSPrivateKeyKey:        pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}),
+			corev1.ServiceAccountRootCAKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		},
+	}
+}
+
+const host = "sessions.team-a.svc.cluster.local"
+
+func TestTLS(t *testing.T) {
+	now := time.Now()
+	good := pair(t, host, now.Add(24*time.Hour))
+	cr := instance(withTLS("sessions-cert"))
+
+	t.Run("Served", func(t *testing.T) {
+		c := targetCluster(interceptor.Funcs{}, good.DeepCopy())
+		details, err := once(t, c, nil, now, cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := secretAt(t, c, "sessions-tls-active")
+		if cp == nil || string(cp.Data[corev1.TLSCertKey]) != string(good.Data[corev1.TLSCertKey]) || cp.Labels[v1alpha1.LabelInstanceUID] != uid {
+			t.Fatal("The provider applies the pods' copy of the pair it accepted, labelled as the Instance's")
+		}
+		if string(details["tls"]) != "true" || string(details["ca.crt"]) != string(good.Data["ca.crt"]) {
+			t.Errorf("The connection details say tls and carry ca.crt; got %v", keys(details))
+		}
+		if d, err := once(t, c, nil, now, cr); err != nil || string(d["ca.crt"]) == "" {
+			t.Errorf("A second reconcile is up to date and publishes the same details (err %v)", err)
+		}
+	})
+
+	broken := map[string]struct {
+		secret *corev1.Secret
+		want   string
+	}{
+		"Missing":   {want: "Secret team-a/sessions-cert does not exist"},
+		"Expired":   {secret: pair(t, host, now.Add(-time.Minute)), want: "expired at"},
+		"WrongHost": {secret: pair(t, "other.team-a.svc.cluster.local", now.Add(24*time.Hour)), want: "not " + host},
+	}
+	for name, tc := range broken {
+		t.Run(name+"BeforeCreate", func(t *testing.T) {
+			objs := []client.Object{}
+			if tc.secret != nil {
+				objs = append(objs, tc.secret)
+			}
+			c := targetCluster(readOnly(t), objs...)
+			e := &External{Target: newTarget(c), Settings: settings(t), Now: func() time.Time { return now }}
+			_, err := e.Observe(context.Background(), cr)
+			if err == nil || !strings.Contains(err.Error(), `spec.forProvider.tls.secretName: Invalid value: "sessions-cert"`) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Observe(...) = %v: want an invalid spec naming spec.forProvider.tls.secretName, saying %q", err, tc.want)
+			}
+			if got := cr.GetCondition(v1alpha1.TypeAvailable).Reason; got != "InvalidSpec" {
+				t.Errorf("Available reason = %s, want InvalidSpec", got)
+			}
+			if _, err := e.Create(context.Background(), cr); err == nil {
+				t.Error("Create(...) must refuse to create a Memcached with a broken pair")
+			}
+		})
+		t.Run(name+"WhileRunning", func(t *testing.T) {
+			c := targetCluster(interceptor.Funcs{}, good.DeepCopy())
+			if _, err := once(t, c, nil, now, cr); err != nil {
+				t.Fatal(err)
+			}
+			before, d := secretAt(t, c, "sessions-tls-active"), &appsv1.Deployment{}
+			_ = c.Get(context.Background(), key, d)
+			s := secretAt(t, c, "sessions-cert")
+			if tc.secret == nil {
+				_ = c.Delete(context.Background(), s)
+			} else {
+				s.Data = tc.secret.Data
+				_ = c.Update(context.Background(), s)
+			}
+			if _, err := once(t, c, nil, now, cr); err == nil || !strings.Contains(err.Error(), "spec.forProvider.tls.secretName") {
+				t.Errorf("A TLS Secret broken while running is an invalid spec naming the field: %v", err)
+			}
+			after, d2 := secretAt(t, c, "sessions-tls-active"), &appsv1.Deployment{}
+			_ = c.Get(context.Background(), key, d2)
+			if after.ResourceVersion != before.ResourceVersion || d2.ResourceVersion != d.ResourceVersion {
+				t.Error("Nothing that runs changes: the copy and the Deployment stay as they were")
+			}
+		})
+	}
+}
+
+func TestNetworkPolicy(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	c := targetCluster(interceptor.Funcs{})
+	on := instance(withNetworkPolicy(true))
+	if _, err := once(t, c, nil, now, on); err != nil {
+		t.Fatal(err)
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := c.Get(ctx, key, np); err != nil || np.Labels[v1alpha1.LabelInstanceUID] != uid || len(np.Spec.PolicyTypes) != 2 {
+		t.Fatalf("The NetworkPolicy is applied as rendered (Ingress and Egress), labelled as the Instance's: %v %v", err, np.Spec.PolicyTypes)
+	}
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	if o, err := e.Observe(ctx, on); err != nil || !o.ResourceUpToDate {
+		t.Errorf("Once applied, the NetworkPolicy is up to date: %v %q", err, o.Diff)
+	}
+
+	off := instance(withNetworkPolicy(false))
+	e = &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.Observe(ctx, off)
+	if err != nil || !strings.Contains(o.Diff, "NetworkPolicy team-a/sessions: is no longer needed") {
+		t.Fatalf("A NetworkPolicy the spec turned off is drift: %v %q", err, o.Diff)
+	}
+	if _, err := e.Update(ctx, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &networkingv1.NetworkPolicy{}); err == nil {
+		t.Error("Update prunes the NetworkPolicy the spec turned off")
+	}
+
+	if _, err := once(t, c, nil, now, on); err != nil {
+		t.Fatal(err)
+	}
+	gone := instance(withNetworkPolicy(true), deleted)
+	e = &External{Target: newTarget(c), Settings: settings(t)}
+	if _, err := e.Observe(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &networkingv1.NetworkPolicy{}); err == nil {
+		t.Error("Delete deletes the Instance's NetworkPolicy")
+	}
+}
+
+func TestForeignNetworkPolicyIsAConflict(t *testing.T) {
+	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	c := targetCluster(readOnly(t), theirs)
+	e := &External{Target: newTarget(c), Settings: settings(t), Adoption: Adoption{Config: "ClusterProviderConfig workload"}}
+	_, err := e.Observe(context.Background(), instance(withNetworkPolicy(true)))
+	want := "NetworkPolicy team-a/sessions exists and is not this Instance's: it has no label memcached.example.com/instance-uid; ClusterProviderConfig workload does not allow adoption (its spec.adoption is not Allowed)"
+	if errString(err) != want {
+		t.Errorf("Observe(...) = %v, want %q", err, want)
+	}
+}
+
+func TestAuthTurnedOffPrunesItsSecret(t *testing.T) {
+	c := targetCluster(interceptor.Funcs{})
+	now := time.Now()
+	if _, err := once(t, c, nil, now, instance(withAuth(""))); err != nil {
+		t.Fatal(err)
+	}
+	off := instance(func(i *v1alpha1.Instance) { i.Spec.ForProvider.Auth = &cachev1alpha1.Auth{Enabled: ptr.To(false)} })
+	details, err := once(t, c, nil, now, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secretAt(t, c, "sessions-auth") != nil {
+		t.Error("Update deletes the auth Secret once the spec turns authentication off")
+	}
+	if _, ok := details["password"]; ok {
+		t.Error("Without auth, the connection details hold no credentials")
+	}
+}
+
+// keys lists the keys of details, never their values (which hold passwords).
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestSecuredIsUpToDateOnceApplied(t *testing.T) {
+	now := time.Now()
+	cr := instance(withAuth("r1"), withTLS("sessions-cert"), withNetworkPolicy(true))
+	c := targetCluster(interceptor.Funcs{}, pair(t, host, now.Add(24*time.Hour)))
+	if _, err := once(t, c, nil, now, cr); err != nil {
+		t.Fatal(err)
+	}
+	e := &External{Target: newTarget(c), Settings: settings(t), Now: func() time.Time { return now }}
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || !o.ResourceExists || !o.ResourceUpToDate {
+		t.Errorf("With auth, TLS and a NetworkPolicy applied, the next Observe is up to date, so an idle provider writes nothing: %v %q", err, o.Diff)
+	}
+	if strings.Contains(o.Diff, string(o.ConnectionDetails["password"])) {
+		t.Error("A drift never shows a Secret's contents")
+	}
+}
+
+func TestSecretDriftShowsNoContents(t *testing.T) {
+	now := time.Now()
+	cr := instance(withAuth(""))
+	c := targetCluster(interceptor.Funcs{})
+	details, err := once(t, c, nil, now, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := secretAt(t, c, "sessions-auth")
+	s.Data["auth-file"] = []byte("memcached:changed-by-hand\n")
+	if err := c.Update(context.Background(), s, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	o, err := e.Observe(context.Background(), cr)
+	if err != nil || !strings.Contains(o.Diff, "Secret team-a/sessions-auth: differs from what the provider renders (a Secret's contents are not shown)") {
+		t.Errorf("A Secret changed by hand is drift, said without its contents: %v %q", err, o.Diff)
+	}
+	if strings.Contains(o.Diff, "changed-by-hand") || strings.Contains(o.Diff, string(details["password"])) {
+		t.Error("A drift (which the managed reconciler logs) must not show a Secret's contents")
+	}
+}
