@@ -39,6 +39,9 @@ type cluster struct {
 	objects       map[string]*fnv1.Resource
 	// tlsSecrets are the Secrets of the claim's namespace a spec's tls.secretName may name.
 	tlsSecrets map[string]*structpb.Struct
+	// connection is the XR's connection Secret: every connection detail a response published,
+	// merged as Crossplane merges them (a key once published stays).
+	connection map[string][]byte
 	version    int
 }
 
@@ -80,7 +83,7 @@ func (c *cluster) reconcile(f *Function, spec string) (*fnv1.RunFunctionRequest,
 	c.xr.Fields["spec"] = structpb.NewStructValue(yamlStruct(c.t, spec))
 	req := &fnv1.RunFunctionRequest{
 		Meta:     &fnv1.RequestMeta{Tag: "sequence"},
-		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: proto.Clone(c.xr).(*structpb.Struct)}, Resources: map[string]*fnv1.Resource{}},
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: proto.Clone(c.xr).(*structpb.Struct), ConnectionDetails: maps.Clone(c.connection)}, Resources: map[string]*fnv1.Resource{}},
 		Input:    proto.Clone(c.input).(*structpb.Struct),
 	}
 	for k, r := range c.objects {
@@ -170,6 +173,12 @@ conditions:
 		objects[k] = &fnv1.Resource{Resource: o}
 	}
 	c.objects = objects
+	if cd := rsp.GetDesired().GetComposite().GetConnectionDetails(); len(cd) > 0 {
+		if c.connection == nil {
+			c.connection = map[string][]byte{}
+		}
+		maps.Copy(c.connection, cd)
+	}
 	// The XR's status as Crossplane writes it back: the function's conditions.
 	var conds []*structpb.Value
 	for _, cd := range rsp.GetConditions() {

@@ -122,6 +122,7 @@ func renderAll(m render.Memcached, namespaced bool, placement *cachev1alpha1.Pro
 		i.SetName(instanceName)
 		i.SetNamespace(m.Namespace)
 		i.SetLabels(render.Labels(m))
+		i.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: InstanceConnectionSecretName(instanceName)}
 		objs = append(objs, i)
 	} else {
 		objs = render.Objects(m)

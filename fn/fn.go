@@ -157,6 +157,9 @@ type observation struct {
 	resources  map[string]*fnv1.Resource
 	deployment *appsv1.Deployment
 	instances  map[string]*memcachedv1alpha1.Instance
+	// xrConnection is the XR's connection details as Crossplane last published them (a
+	// legacy claim's; nil for a namespaced XR, which has none).
+	xrConnection map[string][]byte
 	// reason and message are the XR's Available condition as the last call reported it.
 	reason, message string
 }
@@ -168,7 +171,8 @@ func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
 	if err != nil {
 		return err
 	}
-	*o = observation{settings: settings, xr: req.GetObserved().GetComposite().GetResource(), resources: req.GetObserved().GetResources()}
+	oc := req.GetObserved().GetComposite()
+	*o = observation{settings: settings, xr: oc.GetResource(), resources: req.GetObserved().GetResources(), xrConnection: oc.GetConnectionDetails()}
 	if od, ok := o.resources[KeyDeployment]; ok {
 		if o.deployment, err = readDeployment(od.GetResource()); err != nil {
 			return err
@@ -211,7 +215,8 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 			d.m.TLS = served
 		}
 	}
-	// Placed elsewhere, the provider generates the credentials in the target cluster.
+	// The provider generates the credentials of a Memcached in another cluster, in that
+	// cluster: credentials generated here would reach nobody.
 	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
 		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
@@ -325,6 +330,17 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 		cond.Message = explain(rsp, req, d.m, cond.Message)
 	}
 	*v = verdict{cond: cond, r: *r, elsewhere: d.placement != nil, instance: oi}
+	if d.placement != nil {
+		// The connection details are the Instance's, not the rendering's: this call's alone.
+		v.r.connection = remoteConnection(o, r, ik, d.t.namespaced)
+		if d.t.namespaced {
+			s, err := connectionSecret(d.m, v.r.connection)
+			if err != nil {
+				return err
+			}
+			rsp.Desired.Resources[KeyConnectionSecret].Resource = s
+		}
+	}
 	return nil
 }
 

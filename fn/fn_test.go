@@ -131,6 +131,24 @@ func TestRunFunction(t *testing.T) {
 		"move-remote-to-here": {
 			reason: "Dropping the providerConfigRef composes the local objects and no longer desires the Instance, which Crossplane deletes.",
 		},
+		"remote-connection-published": {
+			reason: "A remote claim whose Instance has published its connection details (the provider's credentials) gets them as the claim's connection details, and the Instance names its connection Secret sessions.instance-connection.",
+		},
+		"remote-connection-not-published": {
+			reason: "An Instance observed without connection details (its Secret not read yet) blanks out nothing: the claim keeps the username and password it holds.",
+		},
+		"remote-connection-move": {
+			reason: "The first call of a move to another cluster gives the username and password the claim holds, the old Instance's, empty: the old Memcached is being deleted, and the new Instance has published nothing yet.",
+		},
+		"remote-connection-moved": {
+			reason: "Once the new Instance of a move has published, the claim's connection details are its credentials, not the old ones the claim held.",
+		},
+		"namespaced-xr-remote-connection": {
+			reason: "A namespaced XR placed in another cluster gets its Instance's connection details in its composed connection Secret.",
+		},
+		"namespaced-xr-remote-not-published": {
+			reason: "A namespaced XR whose Instance has published nothing keeps the credentials its composed connection Secret holds.",
+		},
 		"remote-not-allowed": {
 			reason: "A ProviderConfig that policy.allowedProviderConfigs does not list is an invalid spec naming what is allowed; nothing is composed.",
 		},

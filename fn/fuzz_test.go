@@ -154,8 +154,10 @@ const minTracedPassword = 12
 // observed auth Secret, if it does:
 //   - usable credentials, not to be rotated (spec.auth.rotation is the one the Secret
 //     records), are desired unchanged when the auth Secret is desired;
-//   - an auth Secret not desired means auth is off for this Memcached: the connection details
-//     carry no username or password, and the observed password appears in no desired object;
+//   - an auth Secret not desired means auth is off for this Memcached, or it moves to another
+//     cluster, whose Instance has published nothing in these requests: the connection details
+//     carry no username or password (but empty ones, dropping those the claim held), and the
+//     observed password appears in no desired object;
 //   - the observed password appears in no condition or result (no status or event carries a
 //     secret).
 func credentialsKept(orig *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse) error {
@@ -194,7 +196,8 @@ func credentialsKept(orig *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespons
 	}
 	cd := rsp.GetDesired().GetComposite().GetConnectionDetails()
 	for _, k := range []string{render.ConnectionUsername, render.ConnectionPassword} {
-		if _, ok := cd[k]; ok {
+		// Empty is how a legacy claim's connection Secret, which only gains keys, loses one.
+		if len(cd[k]) > 0 {
 			return errors.Errorf("the auth Secret is not desired, yet the connection details carry %s", k)
 		}
 	}
@@ -351,6 +354,10 @@ func TestCredentialsKept(t *testing.T) {
 			reason: "No auth Secret, yet credentials in the connection details, breaks it.",
 			rsp:    response(nil, map[string][]byte{"password": []byte("whatever")}, ""),
 			want:   true,
+		},
+		"DroppedEmpty": {
+			reason: "No auth Secret, and the credentials a claim held given empty (a legacy claim's Secret only gains keys), keeps it.",
+			rsp:    response(nil, map[string][]byte{"username": {}, "password": {}}, ""),
 		},
 		"DroppedYetInDeployment": {
 			reason: "No auth Secret, yet the password in a desired object, breaks it.",
