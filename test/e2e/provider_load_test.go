@@ -17,11 +17,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
 )
 
 // Phases of the load scenario.
@@ -39,16 +43,19 @@ const (
 // Many Instances over two workload clusters: the provider, as it ships (default --poll of a
 // minute, no debug logging), must stay cheap when nothing changes and restore what is deleted
 // by hand within seconds. The scenario creates the Instances (size 1, half in each cluster,
-// 50 per team namespace), waits until every one is Available, lets things settle, then
-// measures over an idle window:
+// 50 per team namespace; every other one with authentication, TLS from the team's
+// cert-manager-style Secret in its target namespace, a NetworkPolicy and a connection
+// Secret, the others with none of them), waits until every one is Available, lets things
+// settle, then measures over an idle window:
 //
 //   - the provider's CPU (user + system, from /proc) as a share of one core;
 //   - the requests it sent to each workload cluster per minute, by verb, from its own
 //     counter provider_memcached_target_requests_total, and, from each workload API server's
-//     apiserver_request_total, the GETs of Deployments, Services and PodDisruptionBudgets;
+//     apiserver_request_total, the GETs of Deployments, Services, PodDisruptionBudgets,
+//     Secrets and NetworkPolicies;
 //
 // and then, one at a time, deletes an Instance's Deployment by hand and times how long until
-// a new one exists and until the Instance is Available again. Targets (issue 13): under 2% of
+// a new one exists and until the Instance is Available again. Targets (issues 13 and 20): under 2% of
 // one core, no GET per minute beyond the watches' traffic, restored within 5 s.
 //
 // Opt-in with E2E_PROVIDER_LOAD=1 (make e2e-provider-load); E2E_PROVIDER_INSTANCES sets the
@@ -69,30 +76,43 @@ func TestProviderLoad(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Provider.Start(context.Background(), env.ProviderArgs...) })
 
-	// Team namespaces of 50 Instances each, alternately in each workload cluster.
+	// Team namespaces of 50 Instances each, alternately in each workload cluster, each with
+	// the TLS Secret cert-manager there would write for a wildcard Certificate of the
+	// namespace's Services.
 	type placed struct {
 		ns, name string
 		c        *workloadCluster
+		secured  bool
 	}
 	const perTeam = 50
 	teams := map[string]*workloadCluster{}
 	var namespaces []string
+	ca := newCA(t)
 	for k := range (n + perTeam - 1) / perTeam {
 		c := []*workloadCluster{a, b}[k%2]
 		ns := team(t, fmt.Sprintf("load%02d", k), c)
 		teams[ns] = c
 		namespaces = append(namespaces, ns)
+		kp, err := ca.Issue(pki.Request{CommonName: "*." + ns + ".svc.cluster.local", DNSNames: []string{"*." + ns + ".svc.cluster.local"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTLSPairOn(t, c.Kube, ns, loadTLSSecret, kp, ca.CertPEM)
 	}
 	all := make([]placed, n)
+	secured := 0
 	for i := range all {
 		ns := namespaces[i/perTeam]
-		all[i] = placed{ns: ns, name: fmt.Sprintf("cache-%03d", i), c: teams[ns]}
+		all[i] = placed{ns: ns, name: fmt.Sprintf("cache-%03d", i), c: teams[ns], secured: i%2 == 0}
+		if all[i].secured {
+			secured++
+		}
 	}
 
 	// Create every Instance: 20 clients in parallel.
 	start := time.Now()
 	inParallel(t, all, func(p placed) error {
-		_, err := env.Kube.Apply(ctx, newInstance(p.ns, p.name, p.c.Config, 1, nil, nil))
+		_, err := env.Kube.Apply(ctx, loadInstance(p.ns, p.name, p.c.Config, p.secured))
 		return err
 	})
 	created := time.Since(start)
@@ -121,7 +141,8 @@ func TestProviderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	allAvailable := time.Since(start)
-	t.Logf("%d Instances created in %.1fs, all Available after %.1fs", n, created.Seconds(), allAvailable.Seconds())
+	t.Logf("%d Instances (%d with auth, TLS and a NetworkPolicy) created in %.1fs, all Available after %.1fs", n, secured, created.Seconds(), allAvailable.Seconds())
+	wantSecured(t, teams, secured)
 
 	// The idle window.
 	time.Sleep(loadSettle)
@@ -160,7 +181,7 @@ func TestProviderLoad(t *testing.T) {
 			}
 		}
 		serverGets := srv1[c.Config]["GET"] - srv0[c.Config]["GET"]
-		t.Logf("%s: provider requests per minute: %s (total %.1f); the API server's GETs of Deployments, Services and PodDisruptionBudgets per minute: %.1f",
+		t.Logf("%s: provider requests per minute: %s (total %.1f); the API server's GETs of Deployments, Services, PodDisruptionBudgets, Secrets and NetworkPolicies per minute: %.1f",
 			c.Config, strings.Join(verbs, ", "), sum(req1[c.APIServer.URL])/minutes-sum(req0[c.APIServer.URL])/minutes, serverGets/minutes)
 		if gets > 0 || serverGets > 0 {
 			t.Errorf("%s: %.0f GETs from the provider (%.0f seen by the API server) when nothing changed, want none beyond the watches' traffic", c.Config, gets, serverGets)
@@ -175,8 +196,10 @@ func TestProviderLoad(t *testing.T) {
 
 	// Deployments deleted by hand.
 	var restored, available []time.Duration
+	var kinds []string
 	for k := range loadRestores {
 		p := all[(k*n)/loadRestores]
+		kinds = append(kinds, map[bool]string{true: "secured", false: "plain"}[p.secured])
 		before := getOn(t, p.c.Kube, deploymentGVK, p.ns, p.name)
 		deleted := time.Now()
 		if err := p.c.Kube.Typed.AppsV1().Deployments(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{}); err != nil {
@@ -209,8 +232,8 @@ func TestProviderLoad(t *testing.T) {
 		available = append(available, time.Since(deleted))
 		time.Sleep(2 * time.Second)
 	}
-	t.Logf("Deployment deleted by hand → a new one: %s (max %.2fs, target ≤ 5s); → the Instance Available again: %s",
-		durations(restored), slices.Max(restored).Seconds(), durations(available))
+	t.Logf("Deployment deleted by hand (%s) → a new one: %s (max %.2fs, target ≤ 5s); → the Instance Available again: %s",
+		strings.Join(kinds, ", "), durations(restored), slices.Max(restored).Seconds(), durations(available))
 	if slices.Max(restored) > 5*time.Second {
 		t.Errorf("a Deployment deleted by hand was restored after %v, want within 5s", slices.Max(restored))
 	}
@@ -226,19 +249,18 @@ func TestProviderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := kube.Wait(ctx, loadTimeout, "every Instance and its Deployment gone", func(ctx context.Context) error {
+	if err := kube.Wait(ctx, loadTimeout, "every Instance and what it ran gone", func(ctx context.Context) error {
 		left := 0
 		for ns, c := range teams {
-			for _, cl := range []*kube.Client{env.Kube, c.Kube} {
-				gvk := instanceGVK
-				if cl != env.Kube {
-					gvk = deploymentGVK
-				}
-				r, err := cl.Resource(gvk, ns)
+			for _, o := range []struct {
+				c   *kube.Client
+				gvk schema.GroupVersionKind
+			}{{env.Kube, instanceGVK}, {c.Kube, deploymentGVK}, {c.Kube, networkPolicyGVK}, {c.Kube, secretGVK}} {
+				r, err := o.c.Resource(o.gvk, ns)
 				if err != nil {
 					return err
 				}
-				l, err := r.List(ctx, metav1.ListOptions{})
+				l, err := r.List(ctx, metav1.ListOptions{LabelSelector: selectorOf(o.gvk)})
 				if err != nil {
 					return err
 				}
@@ -246,13 +268,73 @@ func TestProviderLoad(t *testing.T) {
 			}
 		}
 		if left > 0 {
-			return errors.Errorf("%d Instances and Deployments left", left)
+			return errors.Errorf("%d Instances, Deployments, NetworkPolicies and Secrets of Instances left", left)
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("every Instance and its Deployment gone %.1fs after deleting the Instances", time.Since(start).Seconds())
+	t.Logf("every Instance and its Deployment, NetworkPolicy and Secrets gone %.1fs after deleting the Instances", time.Since(start).Seconds())
+}
+
+// loadTLSSecret is each team's TLS Secret in its target namespace.
+const loadTLSSecret = "caches-tls"
+
+// loadInstance is an Instance of size 1 of the load scenario: secured, with authentication,
+// TLS from the team's Secret, a NetworkPolicy and a connection Secret; otherwise with none of
+// them, whatever the platform's defaults.
+func loadInstance(ns, name, config string, secured bool) *unstructured.Unstructured {
+	if !secured {
+		return newInstance(ns, name, config, 1, map[string]any{
+			"auth":          map[string]any{"enabled": false},
+			"networkPolicy": map[string]any{"enabled": false},
+		}, nil)
+	}
+	return newInstance(ns, name, config, 1, map[string]any{
+		"auth":          map[string]any{"enabled": true},
+		"tls":           map[string]any{"secretName": loadTLSSecret},
+		"networkPolicy": map[string]any{"enabled": true},
+	}, map[string]any{"writeConnectionSecretToRef": map[string]any{"name": name + "-connection"}})
+}
+
+// wantSecured fails t unless the workload clusters hold, for the secured Instances, an auth
+// Secret, a TLS copy and a NetworkPolicy each, all labelled as an Instance's, and nothing of
+// the kind for the others.
+func wantSecured(t *testing.T, teams map[string]*workloadCluster, secured int) {
+	t.Helper()
+	ctx := context.Background()
+	var auth, active, policies int
+	for ns, c := range teams {
+		ss, err := c.Kube.Typed.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: labelInstanceUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss.Items {
+			switch {
+			case strings.HasSuffix(s.Name, render.AuthSecretSuffix):
+				auth++
+			case strings.HasSuffix(s.Name, render.TLSSecretSuffix):
+				active++
+			}
+		}
+		nps, err := c.Kube.Typed.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{LabelSelector: labelInstanceUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policies += len(nps.Items)
+	}
+	if auth != secured || active != secured || policies != secured {
+		t.Errorf("the workload clusters hold %d auth Secrets, %d TLS copies and %d NetworkPolicies of Instances, want %d of each", auth, active, policies, secured)
+	}
+}
+
+// selectorOf selects what the load scenario waits to be gone: every object of kind gvk but
+// Secrets, which only those of Instances (the teams' TLS Secrets stay).
+func selectorOf(gvk schema.GroupVersionKind) string {
+	if gvk == secretGVK {
+		return labelInstanceUID
+	}
+	return ""
 }
 
 // saveProfile writes what url serves to file.
@@ -298,8 +380,8 @@ func providerRequests(t *testing.T) map[string]map[string]float64 {
 	return out
 }
 
-// serverRequests reads a workload API server's requests of Deployments, Services and
-// PodDisruptionBudgets by verb, whoever sent them.
+// serverRequests reads a workload API server's requests of Deployments, Services,
+// PodDisruptionBudgets, Secrets and NetworkPolicies by verb, whoever sent them.
 func serverRequests(t *testing.T, c *kube.Client) map[string]float64 {
 	t.Helper()
 	b, err := c.Typed.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
@@ -312,7 +394,7 @@ func serverRequests(t *testing.T, c *kube.Client) map[string]float64 {
 			continue
 		}
 		labels, v := metric(line)
-		if slices.Contains([]string{"deployments", "services", "poddisruptionbudgets"}, labels["resource"]) && labels["subresource"] == "" {
+		if slices.Contains([]string{"deployments", "services", "poddisruptionbudgets", "secrets", "networkpolicies"}, labels["resource"]) && labels["subresource"] == "" {
 			out[labels["verb"]] += v
 		}
 	}

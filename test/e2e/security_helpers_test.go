@@ -31,20 +31,36 @@ func newCA(t *testing.T) *pki.CA {
 // and the CA.
 func writeTLSSecret(t *testing.T, ca *pki.CA, ns, secret, name string) {
 	t.Helper()
+	writeTLSSecretOn(t, env.Kube, ca, ns, secret, name)
+}
+
+// writeTLSSecretOn is writeTLSSecret in the cluster c reaches: cert-manager running in a
+// workload cluster, for a Memcached placed there.
+func writeTLSSecretOn(t *testing.T, c *kube.Client, ca *pki.CA, ns, secret, name string) {
+	t.Helper()
 	host := name + "." + ns + ".svc.cluster.local"
 	kp, err := ca.Issue(pki.Request{CommonName: host, DNSNames: []string{host, "*." + host}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeTLSPairOn(t, c, ns, secret, kp, ca.CertPEM)
+}
+
+// writeTLSPairOn writes the kubernetes.io/tls Secret ns/secret holding kp and the CA caPEM in
+// the cluster c reaches.
+func writeTLSPairOn(t *testing.T, c *kube.Client, ns, secret string, kp pki.KeyPair, caPEM []byte) {
+	t.Helper()
 	s := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": secret, "namespace": ns},
 		"type":     string(corev1.SecretTypeTLS),
 		"stringData": map[string]any{
-			corev1.TLSCertKey: string(kp.CertPEM), corev1.TLSPrivateKeyKey: string(kp.KeyPEM), "ca.crt": string(ca.CertPEM),
+			corev1.TLSCertKey: string(kp.CertPEM), corev1.TLSPrivateKeyKey: string(kp.KeyPEM), "ca.crt": string(caPEM),
 		},
 	}}
-	apply(t, s)
+	if _, err := c.Apply(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitConnection waits until check accepts the string data of a connection Secret.
