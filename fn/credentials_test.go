@@ -244,16 +244,16 @@ func yamlStruct(t testing.TB, y string) *structpb.Struct {
 	return s
 }
 
-// credentials are the username and password of the observed auth Secret, and the digest the
+// loginSet is the username and password of the observed auth Secret, and the digest the
 // pods' template carries: what clients log in with, and what rolls the pods.
-type credentials struct {
+type loginSet struct {
 	Username, Password, PodDigest string
 }
 
-func (c *cluster) credentials() credentials {
+func (c *cluster) credentials() loginSet {
 	s := c.objects[KeyAuthSecret].GetResource()
 	d := secretData(s, render.ConnectionUsername, render.ConnectionPassword)
-	return credentials{
+	return loginSet{
 		Username:  string(d[render.ConnectionUsername]),
 		Password:  string(d[render.ConnectionPassword]),
 		PodDigest: str(c.objects[KeyDeployment].GetResource(), "spec", "template", "metadata", "annotations", render.AnnotationCredentials),
@@ -333,7 +333,7 @@ func sequenceFunctions() func() *Function {
 	n := 0
 	return func() *Function {
 		f := New(logging.NewNopLogger())
-		f.credentials.random = func() io.Reader {
+		f.credentials.Random = func() io.Reader {
 			n++
 			return strings.NewReader(strings.Repeat("source "+strconv.Itoa(n)+" of test bytes, ", 8))
 		}

@@ -30,6 +30,7 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
@@ -93,7 +94,7 @@ type Function struct {
 	log         logging.Logger
 	inputs      settingsCache
 	renders     renderCache
-	credentials *credentialStore
+	credentials *credentials.Store
 	// now is the time TLS certificates are judged at (fn/tls.go): time.Now outside tests.
 	now         func() time.Time
 	tlsVerdicts tlsVerdicts
@@ -106,7 +107,7 @@ func New(log logging.Logger) *Function {
 		log:         log,
 		inputs:      settingsCache{m: map[string]settingsEntry{}},
 		renders:     renderCache{m: map[renderKey]*rendered{}, wire: newPreEncoded()},
-		credentials: newCredentialStore(),
+		credentials: credentials.NewStore(),
 		now:         time.Now,
 	}
 }
@@ -218,7 +219,7 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 	// The provider generates the credentials of a Memcached in another cluster, in that
 	// cluster: credentials generated here would reach nobody.
 	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
-		a, err := f.credentials.get(credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
+		a, err := credentialsOf(f.credentials, credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
 		}

@@ -281,7 +281,7 @@ func TestRunFunction(t *testing.T) {
 	}
 	f := New(logging.NewNopLogger())
 	// Tests generate the same credentials every time.
-	f.credentials.random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
+	f.credentials.Random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
 	// and judge TLS certificates at one time, which the fixtures' certificates are made for.
 	f.now = func() time.Time { return fixtureTime }
 	dirs, err := os.ReadDir("testdata")

@@ -419,9 +419,9 @@ func FuzzCredentialsSequence(f *testing.F) {
 			remote                 bool
 			size                   = 3
 			rotations, handSet     int
-			podsFor                credentials // The credentials the pods run with.
+			podsFor                loginSet // The credentials the pods run with.
 		)
-		login := func(c credentials) credentials { return credentials{Username: c.Username, Password: c.Password} }
+		login := func(c loginSet) loginSet { return loginSet{Username: c.Username, Password: c.Password} }
 		for i, op := range ops {
 			rot, image, tls, sz := rotation, "", "", size
 			switch op % 11 {

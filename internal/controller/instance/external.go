@@ -24,6 +24,7 @@ import (
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
@@ -52,7 +53,7 @@ type External struct {
 	Drifts *Drifts
 	// Credentials keep each Instance's generated credentials until its auth Secret is
 	// observed; nil remembers none.
-	Credentials *Credentials
+	Credentials *credentials.Store
 	// Now is the time TLS certificates are checked at; nil is the clock.
 	Now func() time.Time
 
@@ -117,7 +118,7 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 		}
 		e.Transitions.Forget(cr.GetUID())
 		e.Drifts.Forget(cr.GetUID())
-		e.Credentials.Forget(cr.GetUID())
+		e.Credentials.Forget(string(cr.GetUID()))
 		return managed.ExternalObservation{}, nil
 	}
 	o, _, err := e.observe(ctx, cr, key, nil)
@@ -129,7 +130,7 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 		e.Target.Forget(key.Namespace, instanceKey(cr))
 		e.Transitions.Forget(cr.GetUID())
 		e.Drifts.Forget(cr.GetUID())
-		e.Credentials.Forget(cr.GetUID())
+		e.Credentials.Forget(string(cr.GetUID()))
 	}
 	return managed.ExternalObservation{ResourceExists: e.observed.exists()}, nil
 }

@@ -56,6 +56,7 @@ import (
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/clients/cluster"
 	"github.com/example/function-memcached/internal/clients/kubeconfig"
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/resolve"
 )
@@ -119,7 +120,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		Recorder:    recorder,
 		Transitions: NewTransitions(),
 		Drifts:      NewDrifts(),
-		Credentials: NewCredentials(),
+		Credentials: credentials.NewStore(),
 	}, o.PollInterval),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
@@ -292,7 +293,7 @@ type Connector struct {
 	// Drifts remember the drift each Instance was last judged to have.
 	Drifts *Drifts
 	// Credentials keep generated credentials until their auth Secret is observed.
-	Credentials *Credentials
+	Credentials *credentials.Store
 }
 
 // Connect reads the Instance's ProviderConfig and the platform's policy, decides whether

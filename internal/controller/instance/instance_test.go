@@ -138,7 +138,7 @@ func connector(t *testing.T, cp client.Client, tg Target, s PolicySource, host *
 	}
 }
 
-func credentials(namespace, kubeconfig string) *corev1.Secret {
+func kubeconfigSecret(namespace, kubeconfig string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "target"}, Data: map[string][]byte{"kubeconfig": []byte(kubeconfig)}}
 }
 
@@ -223,19 +223,19 @@ func TestConnect(t *testing.T) {
 		"ClusterProviderConfigSecret": {
 			reason: "A ClusterProviderConfig's kubeconfig Secret reaches the target cluster, and the use is recorded in the Instance's namespace.",
 			args: args{
-				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", targetKubeconfig)},
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), kubeconfigSecret("crossplane-system", targetKubeconfig)},
 				cr:   instance(defaultRef),
 			},
 			want: want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ClusterProviderConfig", Name: "default"}}},
 		},
 		"ProviderConfigSecret": {
 			reason: "A namespaced ProviderConfig reads its Secret from the Instance's namespace, and may place objects wherever its own credentials reach.",
-			args:   args{objs: []client.Object{edge, credentials("platform", targetKubeconfig)}, cr: instance(edgeRef, inNamespace("anywhere"))},
+			args:   args{objs: []client.Object{edge, kubeconfigSecret("platform", targetKubeconfig)}, cr: instance(edgeRef, inNamespace("anywhere"))},
 			want:   want{host: "https://target.example.com:6443", usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
 		},
 		"ProviderConfigInsecure": {
 			reason: "A namespaced ProviderConfig's kubeconfig must verify TLS; the refusal is the Instance's Available condition too.",
-			args:   args{objs: []client.Object{edge, credentials("platform", insecureKubeconfig)}, cr: instance(edgeRef)},
+			args:   args{objs: []client.Object{edge, kubeconfigSecret("platform", insecureKubeconfig)}, cr: instance(edgeRef)},
 			want: want{
 				err:       `invalid kubeconfig in Secret platform/target key "kubeconfig": cluster "target" sets insecure-skip-tls-verify, which a namespaced ProviderConfig may not: embed the server's CA in certificate-authority-data`,
 				usages:    []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}},
@@ -296,7 +296,7 @@ func TestConnect(t *testing.T) {
 		"NamespaceNotSelectedSecretPresent": {
 			reason: "With its Secret present the refused Instance still connects to nothing.",
 			args: args{
-				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret, selecting(map[string]string{"memcached": "workload"})), namespace("platform", nil), credentials("crossplane-system", targetKubeconfig)},
+				objs: []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret, selecting(map[string]string{"memcached": "workload"})), namespace("platform", nil), kubeconfigSecret("crossplane-system", targetKubeconfig)},
 				cr:   instance(defaultRef),
 			},
 			want: want{
@@ -388,7 +388,7 @@ func TestConnect(t *testing.T) {
 					pc := edge.DeepCopy()
 					pc.Spec.Adoption = v1alpha1.AdoptionAllowed
 					return pc
-				}(), credentials("platform", targetKubeconfig)},
+				}(), kubeconfigSecret("platform", targetKubeconfig)},
 				cr: instance(edgeRef),
 			},
 			want: want{host: "https://target.example.com:6443", adoption: true, usages: []xpv2.ProviderConfigReference{{Kind: "ProviderConfig", Name: "edge"}}},
@@ -401,7 +401,7 @@ func TestConnect(t *testing.T) {
 		"TrackError": {
 			reason: "A usage that cannot be recorded stops the connection before the credentials are read.",
 			args: args{
-				objs:  []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), credentials("crossplane-system", targetKubeconfig)},
+				objs:  []client.Object{clusterProviderConfig(xpv2.CredentialsSourceSecret), kubeconfigSecret("crossplane-system", targetKubeconfig)},
 				usage: resource.ModernTrackerFn(func(context.Context, resource.ModernManaged) error { return errBoom }),
 				cr:    instance(defaultRef),
 			},

@@ -26,6 +26,7 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -52,7 +53,7 @@ func withNetworkPolicy(on bool) func(*v1alpha1.Instance) {
 // when the Memcached does not exist or is not up to date, each with a new External, as
 // each reconcile has. It returns the connection details the publisher would write last
 // (nil when none), and Observe's error.
-func once(t *testing.T, c client.Client, creds *Credentials, now time.Time, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
+func once(t *testing.T, c client.Client, creds *credentials.Store, now time.Time, cr *v1alpha1.Instance) (managed.ConnectionDetails, error) {
 	t.Helper()
 	ctx := context.Background()
 	e := &External{Target: newTarget(c), Settings: settings(t), Credentials: creds, Now: func() time.Time { return now }}
@@ -90,7 +91,7 @@ func secretAt(t *testing.T, c client.Client, name string) *corev1.Secret {
 
 func TestCredentialsOncePerRotation(t *testing.T) {
 	c := targetCluster(interceptor.Funcs{})
-	creds := NewCredentials()
+	creds := credentials.NewStore()
 	now := time.Now()
 	cr := instance(withAuth(""))
 
@@ -112,7 +113,7 @@ func TestCredentialsOncePerRotation(t *testing.T) {
 
 	// Another reconcile, by another process (no pending credentials): read back, never
 	// generated again.
-	again, err := once(t, c, NewCredentials(), now, cr)
+	again, err := once(t, c, credentials.NewStore(), now, cr)
 	if err != nil || string(again["password"]) != string(first["password"]) {
 		t.Errorf("A second reconcile must read the credentials back, not generate new ones (err %v)", err)
 	}
@@ -141,7 +142,7 @@ func TestCredentialsOncePerRotation(t *testing.T) {
 		t.Error("A reconcile that still sees the Secret of the old rotation must use the credentials generated for the new one, not generate others")
 	}
 	for range 2 {
-		if d, err := once(t, c, NewCredentials(), now, rotated); err != nil || string(d["password"]) != string(r1["password"]) {
+		if d, err := once(t, c, credentials.NewStore(), now, rotated); err != nil || string(d["password"]) != string(r1["password"]) {
 			t.Errorf("The rotation replaced the credentials once: later reconciles read them back (err %v)", err)
 		}
 	}
