@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"crypto/sha256"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -65,7 +66,8 @@ func (d *Drifts) Forget(uid types.UID) {
 // basis is what a drift verdict depends on: the Instance's identity (its field manager and
 // ownership stamp), the Memcached it resolves to (its canonical key, which holds every field,
 // so no change of the spec can reuse a verdict judged on another), and each live object's UID
-// and version.
+// and version. It is kept as a SHA-256 digest: the key holds the credentials and the TLS
+// private key, which must not live on in the map of every Instance's verdict.
 func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
 	b := make([]byte, 0, 512)
 	b = append(b, cr.GetNamespace()+"/"+cr.GetName()+"/"+string(cr.GetUID())+"|"...)
@@ -73,5 +75,7 @@ func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
 	o.each(func(k managedKind, obj client.Object) {
 		b = append(b, "|"+k.role+"="+string(obj.GetUID())+"@"+obj.GetResourceVersion()...)
 	})
-	return string(b)
+	sum := sha256.Sum256(b)
+	clear(b)
+	return string(sum[:])
 }

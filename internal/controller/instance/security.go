@@ -33,6 +33,12 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 		}
 		if !found {
 			secret = nil
+		} else if _, copied := secret.GetLabels()[v1alpha1.LabelInstanceUID]; copied {
+			// A pair the provider copied for an Instance (<name>-tls-active), its own or
+			// another tenant's in a shared target namespace: never a source, or one tenant
+			// could have the provider hand it another's private key.
+			return render.Memcached{}, field.ErrorList{field.Invalid(tlsPath, m.TLS.SecretName,
+				"is a copy the provider made of an Instance's TLS pair; name the Secret your certificate is written to")}, nil
 		}
 		t, errs := resolve.TLSSecret(tlsPath, m.TLS.SecretName, m.Namespace, render.Host(m), secret, e.now())
 		if len(errs) > 0 {
