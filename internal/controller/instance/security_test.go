@@ -241,24 +241,6 @@ func TestTLS(t *testing.T) {
 		}
 	})
 
-	t.Run("AnotherInstancesCopy", func(t *testing.T) {
-		// In a shared target namespace, a tenant names another Instance's copy of its pair,
-		// which the provider's watches hold: the provider must not hand it over.
-		theirs := good.DeepCopy()
-		theirs.Name = "payments-tls-active"
-		theirs.Labels = map[string]string{v1alpha1.LabelInstanceUID: "payments-uid"}
-		c := targetCluster(readOnly(t), theirs)
-		e := &External{Target: newTarget(c), Settings: settings(t), Now: func() time.Time { return now }}
-		stealing := instance(withTLS("payments-tls-active"))
-		_, err := e.Observe(context.Background(), stealing)
-		if err == nil || !strings.Contains(err.Error(), `spec.forProvider.tls.secretName: Invalid value: "payments-tls-active": is a copy the provider made`) {
-			t.Errorf("Observe(...) = %v: want an invalid spec refusing another Instance's copy as a source", err)
-		}
-		if _, err := e.Create(context.Background(), stealing); err == nil {
-			t.Error("Create(...) must refuse to copy another Instance's pair")
-		}
-	})
-
 	broken := map[string]struct {
 		secret *corev1.Secret
 		want   string
@@ -309,6 +291,29 @@ func TestTLS(t *testing.T) {
 				t.Error("Nothing that runs changes: the copy and the Deployment stay as they were")
 			}
 		})
+	}
+}
+
+// TestTLSCopyIsNeverASource proves that, in a shared target namespace, a tenant who names
+// another Instance's copy of its pair (which the provider's watches hold) as its own
+// tls.secretName is refused: the provider never hands one tenant another's private key.
+func TestTLSCopyIsNeverASource(t *testing.T) {
+	now := time.Now()
+	good := pair(t, host, now.Add(24*time.Hour))
+	// In a shared target namespace, a tenant names another Instance's copy of its pair,
+	// which the provider's watches hold: the provider must not hand it over.
+	theirs := good.DeepCopy()
+	theirs.Name = "payments-tls-active"
+	theirs.Labels = map[string]string{v1alpha1.LabelInstanceUID: "payments-uid"}
+	c := targetCluster(readOnly(t), theirs)
+	e := &External{Target: newTarget(c), Settings: settings(t), Now: func() time.Time { return now }}
+	stealing := instance(withTLS("payments-tls-active"))
+	_, err := e.Observe(context.Background(), stealing)
+	if err == nil || !strings.Contains(err.Error(), `spec.forProvider.tls.secretName: Invalid value: "payments-tls-active": is a copy the provider made`) {
+		t.Errorf("Observe(...) = %v: want an invalid spec refusing another Instance's copy as a source", err)
+	}
+	if _, err := e.Create(context.Background(), stealing); err == nil {
+		t.Error("Create(...) must refuse to copy another Instance's pair")
 	}
 }
 
