@@ -261,10 +261,11 @@ type Object interface {
 }
 
 // Objects are the objects that run m, in apply order: the auth Secret and the TLS pair's copy
-// the pods mount (with auth and TLS on), the Deployment, the Service and, when m needs them, the PodDisruptionBudget, the
-// NetworkPolicy and the ServiceMonitor. The function composes them and the provider applies
-// them, so both run exactly the same set; for the provider, resolve.Remote leaves a Memcached
-// no ServiceMonitor, which belongs to the Prometheus of the cluster it runs in.
+// the pods mount (with auth and TLS on), the Deployment, the Service and, when m needs them,
+// the PodDisruptionBudget, the NetworkPolicy and the ServiceMonitor. The function composes
+// them; the provider's list of managed kinds applies the same set but the ServiceMonitor,
+// which belongs to the Prometheus of the cluster it runs in (resolve.Remote drops it), and a
+// test there fails when the two differ.
 func Objects(m Memcached) []Object {
 	var objs []Object
 	if m.Auth != nil {
