@@ -41,7 +41,8 @@ type cli struct {
 	LeaderElection          bool          `short:"l" help:"Use leader election, so that only one replica reconciles at a time." env:"LEADER_ELECTION"`
 	LeaderElectionNamespace string        `help:"The provider's own namespace: where its leader election lease lives, and a control-plane namespace no Instance may place objects in through InjectedIdentity unless a ClusterProviderConfig lists it." default:"crossplane-system" env:"POD_NAMESPACE"`
 	Sync                    time.Duration `short:"s" help:"How often every watched object is re-listed from the API server, re-checking all of them for drift." default:"1h"`
-	Poll                    time.Duration `help:"How often each Instance is checked against what the provider's watches of its target cluster hold (a safety net: changes there wake it at once), how often each watch is renewed (re-checking the credentials), and the longest backoff of an Instance that cannot be reconciled." default:"1m"`
+	Poll                    time.Duration `help:"How often each Instance that has not settled (not Available, not synced) is checked against what the provider's watches of its target cluster hold (a safety net: changes there wake it at once), how often each watch is renewed (re-checking the credentials), and the longest backoff of an Instance that cannot be reconciled." default:"1m"`
+	SettledPoll             time.Duration `help:"How often each Instance that is Available and synced is checked (a safety net: every change it is judged by wakes it at once). Never shorter than --poll." default:"10m"`
 	PollStateMetric         time.Duration `help:"How often the managed resource state metrics are recorded." default:"5s"`
 	MaxReconcileRate        int           `help:"The most reconciles per second, across all controllers; also the number of concurrent reconciles." default:"10"`
 	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
@@ -54,8 +55,8 @@ func (c *cli) Validate() error {
 	if c.MaxReconcileRate < 1 {
 		return errors.Errorf("--max-reconcile-rate must be at least 1, not %d", c.MaxReconcileRate)
 	}
-	if c.Poll <= 0 || c.Sync <= 0 {
-		return errors.New("--poll and --sync must be positive durations")
+	if c.Poll <= 0 || c.Sync <= 0 || c.SettledPoll <= 0 {
+		return errors.New("--poll, --settled-poll and --sync must be positive durations")
 	}
 	return nil
 }
@@ -101,10 +102,10 @@ func (c *cli) Run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace); err != nil {
+	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace, c.SettledPoll); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
-	log.Info("Starting the Memcached provider", "poll", c.Poll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)
+	log.Info("Starting the Memcached provider", "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
 }
 

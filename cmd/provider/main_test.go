@@ -19,21 +19,21 @@ func TestFlags(t *testing.T) {
 		cli cli
 		err string
 	}
-	defaults := cli{LeaderElectionNamespace: "crossplane-system", Sync: time.Hour, Poll: time.Minute, PollStateMetric: 5 * time.Second, MaxReconcileRate: 10, MetricsBindAddress: ":8080"}
+	defaults := cli{LeaderElectionNamespace: "crossplane-system", Sync: time.Hour, Poll: time.Minute, SettledPoll: 10 * time.Minute, PollStateMetric: 5 * time.Second, MaxReconcileRate: 10, MetricsBindAddress: ":8080"}
 	cases := map[string]struct {
 		reason string
 		args   []string
 		want   want
 	}{
 		"Defaults": {
-			reason: "Without flags the provider polls every minute and resyncs every hour, like other Crossplane providers.",
+			reason: "Without flags the provider polls every minute (every ten once an Instance has settled) and resyncs every hour, like other Crossplane providers.",
 			want:   want{cli: defaults},
 		},
 		"Flags": {
 			reason: "Every conventional provider flag is accepted.",
-			args:   []string{"--debug", "--leader-election", "--poll=30s", "--sync=10m", "--max-reconcile-rate=50", "--metrics-bind-address=:9090", "--profile=127.0.0.1:6060"},
+			args:   []string{"--debug", "--leader-election", "--poll=30s", "--settled-poll=5m", "--sync=10m", "--max-reconcile-rate=50", "--metrics-bind-address=:9090", "--profile=127.0.0.1:6060"},
 			want: want{cli: cli{
-				Debug: true, LeaderElection: true, LeaderElectionNamespace: "crossplane-system", Sync: 10 * time.Minute, Poll: 30 * time.Second,
+				Debug: true, LeaderElection: true, LeaderElectionNamespace: "crossplane-system", Sync: 10 * time.Minute, Poll: 30 * time.Second, SettledPoll: 5 * time.Minute,
 				PollStateMetric: 5 * time.Second, MaxReconcileRate: 50, MetricsBindAddress: ":9090", Profile: "127.0.0.1:6060",
 			}},
 		},
@@ -50,7 +50,12 @@ func TestFlags(t *testing.T) {
 		"ZeroPoll": {
 			reason: "A zero poll interval is refused rather than busy-looping.",
 			args:   []string{"--poll=0s"},
-			want:   want{cli: cli{}, err: "--poll and --sync must be positive durations"},
+			want:   want{cli: cli{}, err: "--poll, --settled-poll and --sync must be positive durations"},
+		},
+		"ZeroSettledPoll": {
+			reason: "A zero settled poll interval is refused rather than busy-looping.",
+			args:   []string{"--settled-poll=0s"},
+			want:   want{cli: cli{}, err: "--poll, --settled-poll and --sync must be positive durations"},
 		},
 	}
 	for name, tc := range cases {

@@ -3,6 +3,8 @@
 package controller
 
 import (
+	"time"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -12,10 +14,10 @@ import (
 )
 
 // Setup adds every controller of the provider to mgr. namespace is the provider's own
-// namespace in the control plane.
-func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
+// namespace in the control plane; settled how often an Instance that has settled is polled.
+func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled time.Duration) error {
 	if err := config.Setup(mgr, o); err != nil {
 		return err
 	}
-	return instance.Setup(mgr, o, namespace)
+	return instance.Setup(mgr, o, namespace, settled)
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,11 +25,11 @@ func TestSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system"); err != nil {
+	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system", 10*time.Minute); err != nil {
 		t.Errorf("Setup(...): %v", err)
 	}
 	// A second Setup stops at the first controller whose name is taken.
-	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system"); err == nil {
+	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system", 10*time.Minute); err == nil {
 		t.Error("Setup(...) twice: want an error, got none")
 	}
 }

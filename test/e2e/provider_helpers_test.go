@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -238,6 +239,20 @@ func instanceAvailable(size int) func(instance) error {
 			return errors.Errorf("want Ready, Synced and Available=True %q", want)
 		}
 		return nil
+	}
+}
+
+// wakeBound is how soon a change in the control plane must reach a settled Instance: well
+// under the suite's --poll (20 s), so that only a wake, not a poll, meets it.
+const wakeBound = 10 * time.Second
+
+// wokenIn fails the test when what happened since start took longer than wakeBound.
+func wokenIn(t *testing.T, what string, start time.Time) {
+	t.Helper()
+	d := time.Since(start)
+	t.Logf("%s after %.1fs", what, d.Seconds())
+	if d > wakeBound {
+		t.Errorf("%s after %.1fs, want within %s: the change did not wake the Instance, a poll found it", what, d.Seconds(), wakeBound)
 	}
 }
 

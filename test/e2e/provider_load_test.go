@@ -34,14 +34,16 @@ const (
 	// loadSettle lets what creating the Instances set in motion end (retries, first polls)
 	// before the idle window starts.
 	loadSettle = 2 * time.Minute
-	// loadWindow is the idle window the steady state is measured over: three polls.
-	loadWindow = 3 * time.Minute
+	// loadWindow is the idle window the steady state is measured over: the provider's
+	// default --settled-poll, so that every settled Instance polls in it once (at least; its
+	// polls are 9–10 minutes apart) whatever the phase, and ten of --poll's watch renewals.
+	loadWindow = 10 * time.Minute
 	// loadRestores is how many Deployments are deleted by hand, one at a time.
 	loadRestores = 6
 )
 
 // Many Instances over two workload clusters: the provider, as it ships (default --poll of a
-// minute, no debug logging), must stay cheap when nothing changes and restore what is deleted
+// minute and --settled-poll of ten, no debug logging), must stay cheap when nothing changes and restore what is deleted
 // by hand within seconds. The scenario creates the Instances (size 1, half in each cluster,
 // 50 per team namespace; every other one with authentication, TLS from the team's
 // cert-manager-style Secret in its target namespace, a NetworkPolicy and a connection

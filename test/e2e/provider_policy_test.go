@@ -6,6 +6,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -82,13 +83,19 @@ func TestProviderPolicy(t *testing.T) {
 	twin.SetName("a-twin-" + suffix())
 	apply(t, twin)
 	t.Cleanup(func() { _ = env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()) })
+	both := "Compositions " + twin.GetName() + " and " + objs[0].GetName() + " are both labelled memcached.example.com/instance-policy=true, so Instances are refused"
+	// An Instance that has settled (Available, its next poll --settled-poll away) is refused
+	// at once too: a change of the policy wakes every Instance.
+	woken := time.Now()
+	waitInstance(t, ns, "allowed", "settled, refused naming both Compositions", refused(both))
+	wokenIn(t, "a second labelled Composition refused a settled Instance", woken)
 	apply(t, newInstance(ns, "twice", b.Config, 1, nil, nil))
-	waitInstance(t, ns, "twice", "refused naming both Compositions", refused(
-		"Compositions "+twin.GetName()+" and "+objs[0].GetName()+" are both labelled memcached.example.com/instance-policy=true, so Instances are refused"))
+	waitInstance(t, ns, "twice", "refused naming both Compositions", refused(both))
 	if err := env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()); err != nil {
 		t.Fatal(err)
 	}
 	waitInstance(t, ns, "twice", "Available once one Composition is labelled", instanceAvailable(1))
+	waitInstance(t, ns, "allowed", "Available again once one Composition is labelled", instanceAvailable(1))
 
 	// No labelled Composition: the policy fails closed (the suite runs the provider without
 	// --allow-builtin-policy), rather than allowing any registry and any ProviderConfig.

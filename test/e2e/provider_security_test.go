@@ -202,6 +202,21 @@ func TestProviderAuthTLSNetworkPolicy(t *testing.T) {
 			t.Fatal("the composed Instance has no spec.writeConnectionSecretToRef")
 		}
 		waitPublished(t, ns, ref, want)
+
+		// The Instance's connection Secret deleted by hand is published again at once, not
+		// at the settled Instance's next poll.
+		waitInstance(t, ns, name, "settled", func(i instance) error {
+			if i.Synced != "True" || i.Ready != "True" {
+				return errors.New("want Ready and Synced True")
+			}
+			return nil
+		})
+		deleted := time.Now()
+		if err := env.Kube.Delete(ctx, secretGVK, ns, ref); err != nil {
+			t.Fatal(err)
+		}
+		waitPublished(t, ns, ref, want)
+		wokenIn(t, "the Instance's connection Secret deleted by hand was published again", deleted)
 	})
 	t.Run("the NetworkPolicy in the workload cluster is the rendered one", func(t *testing.T) {
 		var i memcachedv1alpha1.Instance

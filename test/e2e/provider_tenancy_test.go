@@ -6,7 +6,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -124,6 +126,34 @@ func TestProviderTenancy(t *testing.T) {
 		if u := usagesOf(t, tenant, ns); len(u) != 1 || u[0] != "ClusterProviderConfig/"+config {
 			t.Errorf("ProviderConfigUsages of the admitted Instance: %v; want one of ClusterProviderConfig/%s", u, config)
 		}
+
+		// Settled, it is refused as soon as the namespace loses the label: the namespace's
+		// labels wake its Instances.
+		waitInstance(t, ns, "sessions", "settled", func(i instance) error {
+			if i.Synced != "True" {
+				return errors.New("want Synced=True")
+			}
+			return instanceAvailable(1)(i)
+		})
+		woken := time.Now()
+		if _, err := env.Kube.MergePatch(ctx, namespaceGVK, "", ns, []byte(`{"metadata":{"labels":{"memcached.example.com/workload-a":null}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		waitInstance(t, ns, "sessions", "refused once the namespace is no longer selected", refused(`spec.providerConfigRef: Invalid value: "ClusterProviderConfig/`+config+`": is not allowed from namespace `+ns))
+		wokenIn(t, "a namespace label removed refused its settled Instance", woken)
+
+		// And admitted again as soon as the config's selector selects it another way.
+		woken = time.Now()
+		apply(t, clusterProviderConfig(config, a.Config, map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{corev1.LabelMetadataName: ns}},
+		}))
+		waitInstance(t, ns, "sessions", "admitted again by the config's new selector", func(i instance) error {
+			if i.Synced != "True" {
+				return errors.New("want Synced=True")
+			}
+			return nil
+		})
+		wokenIn(t, "a ClusterProviderConfig's new selector admitted its Instance", woken)
 	})
 
 	t.Run("the control plane's own namespaces are not reachable through InjectedIdentity", func(t *testing.T) {

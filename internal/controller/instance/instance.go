@@ -30,14 +30,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -79,25 +77,30 @@ const (
 const FeatureBuiltinPolicy feature.Flag = "AllowBuiltinPolicy"
 
 // Setup adds the Instance controller to mgr. namespace is the provider's own namespace in the
-// control plane.
-func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
+// control plane; settled is how often an Instance that has settled is polled (PollIntervalHook).
+func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled time.Duration) error {
 	name := managed.ControllerName(v1alpha1.InstanceGroupKind)
 
-	// Watches of target clusters and changed credentials wake Instances through this channel.
-	wake := make(chan ctrlevent.GenericEvent, 1024)
+	// Watches of target clusters, changed credentials and what the control plane says of
+	// Instances wake them through this channel.
+	events := make(chan ctrlevent.GenericEvent, 1024)
+	wake := func(n types.NamespacedName) {
+		i := &v1alpha1.Instance{}
+		i.SetNamespace(n.Namespace)
+		i.SetName(n.Name)
+		events <- ctrlevent.GenericEvent{Object: i}
+	}
 	clusters := cluster.NewClusters(cluster.Options{
 		RequestTimeout: RequestTimeout,
 		WatchTimeout:   o.PollInterval,
 		SyncTimeout:    SyncTimeout,
 		Kinds:          WatchedObjects(),
-		Wake: func(n types.NamespacedName) {
-			i := &v1alpha1.Instance{}
-			i.SetNamespace(n.Namespace)
-			i.SetName(n.Name)
-			wake <- ctrlevent.GenericEvent{Object: i}
-		},
+		Wake:           wake,
 	})
-	if err := watchSecrets(mgr, clusters); err != nil {
+	if err := watchSecrets(mgr, clusters, wake); err != nil {
+		return err
+	}
+	if err := watchControlPlane(mgr, wake); err != nil {
 		return err
 	}
 
@@ -121,7 +124,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		Transitions: NewTransitions(),
 		Drifts:      NewDrifts(),
 		Credentials: credentials.NewStore(),
-	}, o.PollInterval),
+	}, o.PollInterval, settled),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
 	)
@@ -142,46 +145,31 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string) error {
 		Named(name).
 		WithOptions(co).
 		For(&v1alpha1.Instance{}, builder.WithPredicates(resource.DesiredStateChanged())).
-		WatchesRawSource(source.Channel(wake, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
 }
 
 // watchSecrets wakes the Instances whose connection was made from a Secret that changed or
-// went, so that rotated credentials take effect, and deleted ones show, at once. Only the
-// Secrets' metadata is watched: the provider reads a Secret's data once per version. The
+// went, so that rotated credentials take effect, and deleted ones show, at once, and the
+// Instance whose connection Secret (the one it controls) changed or went, so that one
+// deleted or edited by hand is published again at once rather than at the next poll. Only
+// the Secrets' metadata is watched: the provider reads a Secret's data once per version. The
 // watch starts with the manager, whose cache it uses.
-func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters) error {
-	return errors.Wrap(mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		inf, err := mgr.GetCache().GetInformer(ctx, m)
-		if err != nil {
-			return errors.Wrap(err, "cannot watch Secrets")
+func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters, wake func(types.NamespacedName)) error {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return onChange(mgr, m, "Secrets", func(_, s client.Object) {
+		clusters.SecretChanged(types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()})
+		if n, ok := ConnectionSecretOwner(s); ok {
+			wake(n)
 		}
-		changed := func(o any) {
-			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if s, ok := o.(client.Object); ok {
-				clusters.SecretChanged(types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()})
-			}
-		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    changed,
-			UpdateFunc: func(_, o any) { changed(o) },
-			DeleteFunc: changed,
-		}); err != nil {
-			return errors.Wrap(err, "cannot watch Secrets")
-		}
-		<-ctx.Done()
-		return nil
-	})), "cannot watch Secrets")
+	})
 }
 
 // ReconcilerOptions are how the Instance controller uses crossplane-runtime's managed
 // reconciler, apart from logging, events and metrics. They are exported so that tests run
 // the same reconciler as the provider.
-func ReconcilerOptions(c *Connector, poll time.Duration) []managed.ReconcilerOption {
+func ReconcilerOptions(c *Connector, poll, settled time.Duration) []managed.ReconcilerOption {
 	return []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.Instance](c),
 		managed.WithPollInterval(poll),
@@ -196,17 +184,38 @@ func ReconcilerOptions(c *Connector, poll time.Duration) []managed.ReconcilerOpt
 		// The target is a Kubernetes API server: what Create applied is readable at once,
 		// so there is no eventual consistency to wait out (and applying again is harmless).
 		managed.WithCreationGracePeriod(0),
-		// The provider watches what it owns in target clusters, so a rollout's progress and
-		// changes made by hand wake the Instance: polling is only the safety net, jittered
-		// so that Instances created together do not poll together.
-		managed.WithPollIntervalHook(PollInterval),
+		// The provider watches what it owns in target clusters, and what the control plane
+		// says of each Instance, so a rollout's progress and changes made by hand wake the
+		// Instance: polling is only the safety net, rarer once an Instance has settled.
+		managed.WithPollIntervalHook(PollIntervalHook(settled)),
 	}
 }
 
-// PollInterval is the managed reconciler's poll interval hook: the poll interval, less up
-// to a tenth at random. It is never longer than --poll.
-func PollInterval(_ resource.Managed, poll time.Duration) time.Duration {
-	return poll - time.Duration(rand.Int64N(int64(poll)/10+1))
+// PollIntervalHook is the managed reconciler's poll interval hook. An Instance that is
+// Available, synced and judged at its current generation is polled every settled (the
+// provider's --settled-poll); any other every poll (--poll), so that one on its way up keeps
+// reading its pods' reasons. Either is less up to a tenth at random, so that Instances
+// created together do not poll together. The settled poll only re-checks what no watch
+// reports: everything an Instance is judged by wakes it when it changes (its target cluster's
+// objects and watches' health, its credentials, its policy, its ProviderConfig, its namespace,
+// its connection Secret), so a longer one costs nothing but the time to notice a change no
+// watch saw. A crossplane.io/poll-interval annotation is honoured as it is, settled or not.
+func PollIntervalHook(settled time.Duration) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		if _, annotated := meta.GetPollInterval(mg); !annotated && settled > poll && Settled(mg) {
+			poll = settled
+		}
+		return poll - time.Duration(rand.Int64N(int64(poll)/10+1))
+	}
+}
+
+// Settled reports whether mg is Available and Ready at its current generation and its last
+// reconcile succeeded: nothing is on its way, so only a change can make it otherwise.
+func Settled(mg resource.Managed) bool {
+	a := mg.GetCondition(v1alpha1.TypeAvailable)
+	return a.Status == corev1.ConditionTrue && a.ObservedGeneration == mg.GetGeneration() &&
+		mg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue &&
+		mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
 }
 
 // Backoff is the Instance controller's rate limiter for reconciles that failed (the

@@ -24,6 +24,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	xpfake "github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
@@ -445,7 +447,7 @@ func reconciler(t *testing.T, cp client.Client, target client.Client) *managed.R
 	t.Helper()
 	mgr := &xpfake.Manager{Client: cp, Scheme: cp.Scheme()}
 	return managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind),
-		ReconcilerOptions(connector(t, cp, newTarget(target), policy{s: settings(t)}, nil, nil), time.Minute)...)
+		ReconcilerOptions(connector(t, cp, newTarget(target), policy{s: settings(t)}, nil, nil), time.Minute, 10*time.Minute)...)
 }
 
 func TestReconcile(t *testing.T) {
@@ -531,19 +533,74 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-func TestPollInterval(t *testing.T) {
-	// The provider watches what it owns, so polling is a safety net: at most --poll, and
-	// spread over its last tenth so that Instances created together do not poll together.
-	seen := map[time.Duration]bool{}
-	for range 100 {
-		got := PollInterval(instance(), time.Minute)
-		if got > time.Minute || got < 54*time.Second {
-			t.Fatalf("PollInterval(..., 1m) = %v, want between 54s and 1m", got)
-		}
-		seen[got] = true
+func TestPollIntervalHook(t *testing.T) {
+	// Polling is a safety net: an Instance on its way (creating, failing, a spec not yet
+	// judged) is polled every --poll, one that has settled every --settled-poll, each less up
+	// to a tenth at random so that Instances created together do not poll together; a
+	// crossplane.io/poll-interval annotation is obeyed as it is.
+	synced := func(i *v1alpha1.Instance) { i.SetConditions(xpv2.ReconcileSuccess()) }
+	type args struct {
+		settled, poll time.Duration
+		instance      *v1alpha1.Instance
 	}
-	if len(seen) < 2 {
-		t.Errorf("PollInterval(..., 1m) returned one value in 100 calls: no jitter")
+	type want struct {
+		min, max time.Duration
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   want
+	}{
+		"Settled": {
+			reason: "An Instance Available and synced at its generation is polled every --settled-poll.",
+			args:   args{settled: 10 * time.Minute, poll: time.Minute, instance: instance(was(available), synced)},
+			want:   want{min: 9 * time.Minute, max: 10 * time.Minute},
+		},
+		"Creating": {
+			reason: "An Instance whose Memcached is not yet available is polled every --poll, to read its pods' reasons.",
+			args:   args{settled: 10 * time.Minute, poll: time.Minute, instance: instance(was(readiness.Condition{Reason: readiness.ReasonCreating, Message: "creating: 0/3 replicas available"}), synced)},
+			want:   want{min: 54 * time.Second, max: time.Minute},
+		},
+		"NotSynced": {
+			reason: "An Instance whose last reconcile failed has not settled.",
+			args: args{settled: 10 * time.Minute, poll: time.Minute, instance: instance(was(available), func(i *v1alpha1.Instance) {
+				i.SetConditions(xpv2.ReconcileError(errors.New("boom")))
+			})},
+			want: want{min: 54 * time.Second, max: time.Minute},
+		},
+		"NewGeneration": {
+			reason: "An Instance Available at an earlier generation has a spec not yet judged.",
+			args:   args{settled: 10 * time.Minute, poll: time.Minute, instance: instance(was(available), synced, func(i *v1alpha1.Instance) { i.Generation = 3 })},
+			want:   want{min: 54 * time.Second, max: time.Minute},
+		},
+		"Annotated": {
+			reason: "A crossplane.io/poll-interval annotation is obeyed, settled or not.",
+			args: args{settled: 10 * time.Minute, poll: 30 * time.Second, instance: instance(was(available), synced, func(i *v1alpha1.Instance) {
+				meta.AddAnnotations(i, map[string]string{"crossplane.io/poll-interval": "30s"})
+			})},
+			want: want{min: 27 * time.Second, max: 30 * time.Second},
+		},
+		"SettledShorter": {
+			reason: "A --settled-poll shorter than --poll never makes a settled Instance poll more often.",
+			args:   args{settled: 10 * time.Second, poll: time.Minute, instance: instance(was(available), synced)},
+			want:   want{min: 54 * time.Second, max: time.Minute},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			hook := PollIntervalHook(tc.args.settled)
+			seen := map[time.Duration]bool{}
+			for range 100 {
+				got := hook(tc.args.instance, tc.args.poll)
+				if got < tc.want.min || got > tc.want.max {
+					t.Fatalf("\n%s\nPollIntervalHook(%v)(..., %v) = %v, want between %v and %v", tc.reason, tc.args.settled, tc.args.poll, got, tc.want.min, tc.want.max)
+				}
+				seen[got] = true
+			}
+			if len(seen) < 2 {
+				t.Errorf("\n%s\nPollIntervalHook(%v)(..., %v) returned one value in 100 calls: no jitter", tc.reason, tc.args.settled, tc.args.poll)
+			}
+		})
 	}
 }
 
@@ -720,7 +777,7 @@ func TestSetup(t *testing.T) {
 	}
 	o := controller.DefaultOptions()
 	o.MetricOptions = &controller.MetricOptions{MRMetrics: managed.NewMRMetricRecorder(), MRStateMetrics: statemetrics.NewMRStateMetrics()}
-	if err := Setup(mgr, o, "crossplane-system"); err != nil {
+	if err := Setup(mgr, o, "crossplane-system", 10*time.Minute); err != nil {
 		t.Errorf("Setup(...): %v", err)
 	}
 }

@@ -1,0 +1,190 @@
+package instance
+
+import (
+	"context"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+)
+
+// A wakeRule says which Instances a change of one kind of control-plane object concerns.
+// Together the rules cover everything in the control plane an Instance is judged by besides
+// itself: the policy Composition, its (Cluster)ProviderConfig and its namespace's labels
+// (the credentials' Secrets and connection Secrets are watchSecrets'). That is what lets a
+// settled Instance poll rarely (PollIntervalHook): without a rule, a change of that kind
+// would wait for the next poll.
+type wakeRule struct {
+	// what names the kind in errors.
+	what string
+	// object is the kind, as the cache the controller reads it from holds it.
+	object func() client.Object
+	// changed reports whether the change from old to o can change how an Instance is
+	// judged; old is nil when o was created or deleted since the provider started.
+	changed func(old, o client.Object) bool
+	// concerns reports whether the change of o concerns Instance i.
+	concerns func(o client.Object, i *v1alpha1.Instance) bool
+}
+
+// wakeRules are the control plane's kinds whose changes wake Instances.
+var wakeRules = []wakeRule{
+	{
+		what: "Compositions",
+		object: func() client.Object {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(CompositionListGVK.GroupVersion().WithKind("Composition"))
+			return u
+		},
+		// Labelling or unlabelling a Composition changes the policy; so does an edit of the
+		// labelled one's spec, creating one labelled or deleting it. Nothing else does.
+		changed: func(old, o client.Object) bool {
+			if old == nil {
+				return policyLabelled(o)
+			}
+			return (policyLabelled(o) || policyLabelled(old)) && (old.GetGeneration() != o.GetGeneration() || !maps.Equal(old.GetLabels(), o.GetLabels()))
+		},
+		concerns: func(client.Object, *v1alpha1.Instance) bool { return true },
+	},
+	{
+		what:    "ClusterProviderConfigs",
+		object:  func() client.Object { return &v1alpha1.ClusterProviderConfig{} },
+		changed: specChanged,
+		concerns: func(o client.Object, i *v1alpha1.Instance) bool {
+			ref := i.GetProviderConfigReference()
+			return ref != nil && ref.Kind == v1alpha1.ClusterProviderConfigKind && ref.Name == o.GetName()
+		},
+	},
+	{
+		what:    "ProviderConfigs",
+		object:  func() client.Object { return &v1alpha1.ProviderConfig{} },
+		changed: specChanged,
+		concerns: func(o client.Object, i *v1alpha1.Instance) bool {
+			ref := i.GetProviderConfigReference()
+			return ref != nil && ref.Kind == v1alpha1.ProviderConfigKind && ref.Name == o.GetName() && i.GetNamespace() == o.GetNamespace()
+		},
+	},
+	{
+		what: "namespaces",
+		object: func() client.Object {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+			return m
+		},
+		// A ClusterProviderConfig's namespaceSelector matches namespaces by their labels. A
+		// new namespace has no Instances yet; a deleted one's go with it.
+		changed: func(old, o client.Object) bool {
+			return old != nil && !maps.Equal(old.GetLabels(), o.GetLabels())
+		},
+		concerns: func(o client.Object, i *v1alpha1.Instance) bool { return i.GetNamespace() == o.GetName() },
+	},
+}
+
+// specChanged reports whether o was created, deleted or had its spec changed: a
+// ProviderConfig's status changes with every Instance that starts or stops using it, which
+// must not wake them all.
+func specChanged(old, o client.Object) bool {
+	return old == nil || old.GetGeneration() != o.GetGeneration()
+}
+
+// policyLabelled reports whether o is labelled as the policy of Instances.
+func policyLabelled(o client.Object) bool {
+	return o.GetLabels()[v1alpha1.LabelInstancePolicy] == "true"
+}
+
+// watchControlPlane wakes the Instances each of wakeRules says a change concerns. The
+// Instances are listed from the controller's own cache, and only on a change that matters.
+func watchControlPlane(mgr ctrl.Manager, wake func(types.NamespacedName)) error {
+	for _, r := range wakeRules {
+		if err := onChange(mgr, r.object(), r.what, func(old, o client.Object) {
+			if !r.changed(old, o) {
+				return
+			}
+			l := &v1alpha1.InstanceList{}
+			if err := mgr.GetCache().List(context.Background(), l); err != nil {
+				return // the cache is not there yet: every Instance is reconciled when it is
+			}
+			for _, n := range concerned(l.Items, o, r) {
+				wake(n)
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// concerned returns the Instances of is that rule r says the change of o concerns.
+func concerned(is []v1alpha1.Instance, o client.Object, r wakeRule) []types.NamespacedName {
+	var ns []types.NamespacedName
+	for i := range is {
+		if r.concerns(o, &is[i]) {
+			ns = append(ns, types.NamespacedName{Namespace: is[i].GetNamespace(), Name: is[i].GetName()})
+		}
+	}
+	return ns
+}
+
+// ConnectionSecretOwner returns the Instance whose connection Secret s is: crossplane-runtime's
+// publisher makes it with the Instance as its controller, in the Instance's namespace.
+func ConnectionSecretOwner(s metav1.Object) (types.NamespacedName, bool) {
+	ref := metav1.GetControllerOf(s)
+	if ref == nil || ref.Kind != v1alpha1.InstanceKind || ref.APIVersion != v1alpha1.SchemeGroupVersion.String() {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: s.GetNamespace(), Name: ref.Name}, true
+}
+
+// onChange calls changed with every create and delete (old nil) and update of obj's kind in
+// mgr's cache once the manager has started, but not with what is there when it starts (every
+// Instance is reconciled then anyway) nor with a resync, which changes nothing. It does not
+// wait for the cache to fill: a kind the provider may not read (a ClusterRole without it)
+// never does, and must not keep the controller from starting; the reconciles that read that
+// kind say why it cannot be read.
+func onChange(mgr ctrl.Manager, obj client.Object, what string, changed func(old, o client.Object)) error {
+	call := func(old, o any) {
+		if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		n, ok := o.(client.Object)
+		if !ok {
+			return
+		}
+		var was client.Object
+		if old != nil {
+			if was, ok = old.(client.Object); !ok || was.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+		}
+		changed(was, n)
+	}
+	return errors.Wrapf(mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return errors.Wrapf(err, "cannot watch %s", what)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(o any, initial bool) {
+				if !initial {
+					call(nil, o)
+				}
+			},
+			UpdateFunc: call,
+			DeleteFunc: func(o any) { call(nil, o) },
+		}); err != nil {
+			return errors.Wrapf(err, "cannot watch %s", what)
+		}
+		<-ctx.Done()
+		return nil
+	})), "cannot watch %s", what)
+}
