@@ -18,6 +18,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -221,10 +222,13 @@ func (c *Cluster) startWatches(namespace string) (*watches, error) {
 		cancel()
 		return nil, err
 	}
+	// An object wakes the Instance its annotation names only when that Instance reads this
+	// namespace: a tenant sharing it cannot keep waking another team's Instances by churning
+	// objects of its own that name them.
 	byOwner := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { c.wake(owner(o)) },
-		UpdateFunc: func(_, o any) { c.wake(owner(o)) },
-		DeleteFunc: func(o any) { c.wake(owner(o)) },
+		AddFunc:    func(o any) { c.wake(n.only(owner(o))) },
+		UpdateFunc: func(_, o any) { c.wake(n.only(owner(o))) },
+		DeleteFunc: func(o any) { c.wake(n.only(owner(o))) },
 	}
 	everyone := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.wake(n.registered()) },
@@ -319,6 +323,16 @@ func (n *watches) forget(i types.NamespacedName) int {
 	defer n.mu.Unlock()
 	delete(n.instances, i)
 	return len(n.instances)
+}
+
+// only returns those of instances that read the namespace.
+func (n *watches) only(instances []types.NamespacedName) []types.NamespacedName {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.DeleteFunc(instances, func(i types.NamespacedName) bool {
+		_, ok := n.instances[i]
+		return !ok
+	})
 }
 
 func (n *watches) registered() []types.NamespacedName {

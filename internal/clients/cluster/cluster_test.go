@@ -401,6 +401,25 @@ func TestWatched(t *testing.T) {
 			t.Errorf("Instances() after Forget(...) = %v, want none", got)
 		}
 	})
+	t.Run("NamedByAnotherTenant", func(t *testing.T) {
+		// In a shared target namespace a tenant can label and annotate objects of its own
+		// to name another team's Instance: that Instance is woken only if it reads the
+		// namespace, so churning them cannot keep it, and the queue, busy.
+		srv := apiServer(t, http.StatusOK, owned)
+		w := &woken{}
+		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		reader := types.NamespacedName{Namespace: "team-b", Name: "carts"}
+		if _, err := c.Watched(context.Background(), "team-a", reader); err != nil {
+			t.Fatalf("Watched(...): %v", err)
+		}
+		if n := w.count(a); n != 0 {
+			t.Errorf("Instance %s, which does not read namespace team-a, was woken %d times by an object there naming it", a, n)
+		}
+	})
 	t.Run("Forbidden", func(t *testing.T) {
 		srv := apiServer(t, http.StatusForbidden)
 		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})

@@ -54,6 +54,8 @@ type External struct {
 	// Credentials keep each Instance's generated credentials until its auth Secret is
 	// observed; nil remembers none.
 	Credentials *credentials.Store
+	// Expiries remember when each Instance's TLS certificate expires; nil remembers none.
+	Expiries *Expiries
 	// Now is the time TLS certificates are checked at; nil is the clock.
 	Now func() time.Time
 
@@ -113,12 +115,7 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 		// Its config no longer lets it reach the target namespace: it is let go without
 		// touching the target cluster, leaving whatever it made while it was allowed to
 		// whoever withdrew the permission.
-		if e.Target != nil {
-			e.Target.Forget(key.Namespace, instanceKey(cr))
-		}
-		e.Transitions.Forget(cr.GetUID())
-		e.Drifts.Forget(cr.GetUID())
-		e.Credentials.Forget(string(cr.GetUID()))
+		e.forget(cr)
 		return managed.ExternalObservation{}, nil
 	}
 	o, _, err := e.observe(ctx, cr, key, nil)
@@ -127,12 +124,20 @@ func (e *External) observeDeleting(ctx context.Context, cr *v1alpha1.Instance) (
 	}
 	e.observed = o.keep(cr.GetUID(), ours)
 	if !e.observed.exists() {
-		e.Target.Forget(key.Namespace, instanceKey(cr))
-		e.Transitions.Forget(cr.GetUID())
-		e.Drifts.Forget(cr.GetUID())
-		e.Credentials.Forget(string(cr.GetUID()))
+		e.forget(cr)
 	}
 	return managed.ExternalObservation{ResourceExists: e.observed.exists()}, nil
+}
+
+// forget forgets everything remembered of a deleted Instance, and stops its watches waking it.
+func (e *External) forget(cr *v1alpha1.Instance) {
+	if e.Target != nil {
+		e.Target.Forget(targetKey(cr).Namespace, instanceKey(cr))
+	}
+	e.Transitions.Forget(cr.GetUID())
+	e.Drifts.Forget(cr.GetUID())
+	e.Credentials.Forget(string(cr.GetUID()))
+	e.Expiries.Forget(cr.GetUID())
 }
 
 // observeRefused reports that the Instance may not place what it asks where it asks, and

@@ -124,6 +124,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled tim
 		Transitions: NewTransitions(),
 		Drifts:      NewDrifts(),
 		Credentials: credentials.NewStore(),
+		Expiries:    NewExpiries(),
 	}, o.PollInterval, settled),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
@@ -158,7 +159,10 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled tim
 func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters, wake func(types.NamespacedName)) error {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return onChange(mgr, m, "Secrets", func(_, s client.Object) {
+	return onChange(mgr, m, "Secrets", func(old, s client.Object) {
+		if s == nil {
+			s = old
+		}
 		clusters.SecretChanged(types.NamespacedName{Namespace: s.GetNamespace(), Name: s.GetName()})
 		if n, ok := ConnectionSecretOwner(s); ok {
 			wake(n)
@@ -187,31 +191,42 @@ func ReconcilerOptions(c *Connector, poll, settled time.Duration) []managed.Reco
 		// The provider watches what it owns in target clusters, and what the control plane
 		// says of each Instance, so a rollout's progress and changes made by hand wake the
 		// Instance: polling is only the safety net, rarer once an Instance has settled.
-		managed.WithPollIntervalHook(PollIntervalHook(settled)),
+		managed.WithPollIntervalHook(PollIntervalHook(settled, c.Expiries)),
 	}
 }
 
 // PollIntervalHook is the managed reconciler's poll interval hook. An Instance that is
-// Available, synced and judged at its current generation is polled every settled (the
-// provider's --settled-poll); any other every poll (--poll), so that one on its way up keeps
-// reading its pods' reasons. Either is less up to a tenth at random, so that Instances
-// created together do not poll together. The settled poll only re-checks what no watch
-// reports: everything an Instance is judged by wakes it when it changes (its target cluster's
-// objects and watches' health, its credentials, its policy, its ProviderConfig, its namespace,
-// its connection Secret), so a longer one costs nothing but the time to notice a change no
-// watch saw. A crossplane.io/poll-interval annotation is honoured as it is, settled or not.
-func PollIntervalHook(settled time.Duration) managed.PollIntervalHook {
+// Settled is polled every settled (the provider's --settled-poll), or when its TLS
+// certificate expires (as expiries remember it) if that is sooner; any other every poll
+// (--poll), so that one on its way up keeps reading its pods' reasons. Either is less up to a
+// tenth at random, so that Instances created together do not poll together, and neither is
+// shorter than poll. The settled poll only re-checks what no watch reports: everything an
+// Instance is judged by wakes it when it changes (its target cluster's objects and watches'
+// health, its credentials, its policy, its ProviderConfig and usage, its namespace, its
+// connection Secret), so a longer one costs nothing but the time to notice a change no watch
+// saw. A crossplane.io/poll-interval annotation is honoured as it is, settled or not.
+func PollIntervalHook(settled time.Duration, expiries *Expiries) managed.PollIntervalHook {
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
 		if _, annotated := meta.GetPollInterval(mg); !annotated && settled > poll && Settled(mg) {
-			poll = settled
+			next := settled
+			if at, ok := expiries.At(mg.GetUID()); ok && time.Until(at)+time.Second < next {
+				next = max(time.Until(at)+time.Second, poll)
+			}
+			poll = next
 		}
 		return poll - time.Duration(rand.Int64N(int64(poll)/10+1))
 	}
 }
 
-// Settled reports whether mg is Available and Ready at its current generation and its last
-// reconcile succeeded: nothing is on its way, so only a change can make it otherwise.
+// Settled reports whether mg is Available and Ready at its current generation, its last
+// reconcile succeeded, and it manages what it observes: nothing is on its way, and every
+// change that could make it otherwise wakes it. An Instance that only observes is never
+// settled: it judges a Deployment it does not own, which carries no label of the
+// provider's, so no watch sees it change.
 func Settled(mg resource.Managed) bool {
+	if i, ok := mg.(*v1alpha1.Instance); !ok || onlyObserves(i) {
+		return false
+	}
 	a := mg.GetCondition(v1alpha1.TypeAvailable)
 	return a.Status == corev1.ConditionTrue && a.ObservedGeneration == mg.GetGeneration() &&
 		mg.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue &&
@@ -303,6 +318,8 @@ type Connector struct {
 	Drifts *Drifts
 	// Credentials keep generated credentials until their auth Secret is observed.
 	Credentials *credentials.Store
+	// Expiries remember when each Instance's TLS certificate expires.
+	Expiries *Expiries
 }
 
 // Connect reads the Instance's ProviderConfig and the platform's policy, decides whether
@@ -320,7 +337,7 @@ func (c *Connector) Connect(ctx context.Context, cr *v1alpha1.Instance) (managed
 		// client that strips type metadata lacks.
 		cr.SetGroupVersionKind(v1alpha1.InstanceGroupVersionKind)
 	}
-	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts, Credentials: c.Credentials}
+	e := &External{Recorder: c.Recorder, Transitions: c.Transitions, Drifts: c.Drifts, Credentials: c.Credentials, Expiries: c.Expiries}
 	ref := cr.GetProviderConfigReference()
 	cfg, err := kubeconfig.ConfigFor(ctx, c.Kube, cr.GetNamespace(), ref)
 	if err != nil {

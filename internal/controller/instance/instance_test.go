@@ -541,7 +541,9 @@ func TestPollIntervalHook(t *testing.T) {
 	synced := func(i *v1alpha1.Instance) { i.SetConditions(xpv2.ReconcileSuccess()) }
 	type args struct {
 		settled, poll time.Duration
-		instance      *v1alpha1.Instance
+		// expires is when the Instance's TLS certificate expires, from now; zero is none.
+		expires  time.Duration
+		instance *v1alpha1.Instance
 	}
 	type want struct {
 		min, max time.Duration
@@ -580,6 +582,23 @@ func TestPollIntervalHook(t *testing.T) {
 			})},
 			want: want{min: 27 * time.Second, max: 30 * time.Second},
 		},
+		"CertificateExpiresSooner": {
+			reason: "A settled Instance whose certificate expires before its next settled poll polls just after it expires, to say so.",
+			args:   args{settled: 10 * time.Minute, poll: time.Minute, expires: 3 * time.Minute, instance: instance(was(available), synced)},
+			want:   want{min: 2*time.Minute + 40*time.Second, max: 3*time.Minute + 2*time.Second},
+		},
+		"CertificateExpiresWithinPoll": {
+			reason: "A certificate about to expire never makes an Instance poll more often than --poll.",
+			args:   args{settled: 10 * time.Minute, poll: time.Minute, expires: 10 * time.Second, instance: instance(was(available), synced)},
+			want:   want{min: 54 * time.Second, max: time.Minute},
+		},
+		"ObserveOnly": {
+			reason: "An Instance that only observes judges a Deployment no watch of the provider's sees, so it never settles.",
+			args: args{settled: 10 * time.Minute, poll: time.Minute, instance: instance(was(available), synced, func(i *v1alpha1.Instance) {
+				i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+			})},
+			want: want{min: 54 * time.Second, max: time.Minute},
+		},
 		"SettledShorter": {
 			reason: "A --settled-poll shorter than --poll never makes a settled Instance poll more often.",
 			args:   args{settled: 10 * time.Second, poll: time.Minute, instance: instance(was(available), synced)},
@@ -588,7 +607,11 @@ func TestPollIntervalHook(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			hook := PollIntervalHook(tc.args.settled)
+			expiries := NewExpiries()
+			if tc.args.expires != 0 {
+				expiries.Set(tc.args.instance.GetUID(), time.Now().Add(tc.args.expires))
+			}
+			hook := PollIntervalHook(tc.args.settled, expiries)
 			seen := map[time.Duration]bool{}
 			for range 100 {
 				got := hook(tc.args.instance, tc.args.poll)

@@ -45,6 +45,9 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 			return render.Memcached{}, errs, nil
 		}
 		m.TLS = t
+		e.Expiries.Set(cr.GetUID(), resolve.TLSSecretExpiry(secret))
+	} else {
+		e.Expiries.Set(cr.GetUID(), time.Time{})
 	}
 	if m.Auth != nil {
 		// Credentials are read only from the Instance's own auth Secret; salt-less ones (set

@@ -305,6 +305,30 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+func TestTLSExpiryRemembered(t *testing.T) {
+	now := time.Now()
+	good := pair(t, host, now.Add(24*time.Hour))
+	cr := instance(withTLS("sessions-cert"))
+	// A settled Instance polls rarely, so the provider remembers when its certificate
+	// expires, to poll then (PollIntervalHook); with TLS turned off it forgets it.
+	c := targetCluster(interceptor.Funcs{}, good.DeepCopy())
+	x := NewExpiries()
+	e := &External{Target: newTarget(c), Settings: settings(t), Expiries: x, Now: func() time.Time { return now }}
+	if _, err := e.Observe(context.Background(), cr.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := x.At(cr.GetUID()); !ok || got.Sub(now.Add(24*time.Hour)).Abs() > time.Minute {
+		t.Errorf("remembered expiry %v (%v), want the certificate's, %v", got, ok, now.Add(24*time.Hour))
+	}
+	e = &External{Target: newTarget(c), Settings: settings(t), Expiries: x, Now: func() time.Time { return now }}
+	if _, err := e.Observe(context.Background(), instance()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := x.At(cr.GetUID()); ok {
+		t.Errorf("remembered expiry %v after TLS was turned off, want none", got)
+	}
+}
+
 // TestTLSCopyIsNeverASource proves that, in a shared target namespace, a tenant who names
 // another Instance's copy of its pair (which the provider's watches hold) as its own
 // tls.secretName is refused: the provider never hands one tenant another's private key.

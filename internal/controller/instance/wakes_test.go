@@ -59,6 +59,8 @@ func kindOfObject(obj client.Object) schema.GroupKind {
 		return schema.GroupKind{Group: v1alpha1.Group, Kind: v1alpha1.ClusterProviderConfigKind}
 	case *v1alpha1.ProviderConfig:
 		return schema.GroupKind{Group: v1alpha1.Group, Kind: v1alpha1.ProviderConfigKind}
+	case *v1alpha1.ProviderConfigUsage:
+		return schema.GroupKind{Group: v1alpha1.Group, Kind: "ProviderConfigUsage"}
 	}
 	return obj.GetObjectKind().GroupVersionKind().GroupKind()
 }
@@ -130,6 +132,7 @@ func TestWakes(t *testing.T) {
 	namespaceGK := schema.GroupKind{Kind: "Namespace"}
 	cpcGK := schema.GroupKind{Group: v1alpha1.Group, Kind: v1alpha1.ClusterProviderConfigKind}
 	pcGK := schema.GroupKind{Group: v1alpha1.Group, Kind: v1alpha1.ProviderConfigKind}
+	usageGK := schema.GroupKind{Group: v1alpha1.Group, Kind: "ProviderConfigUsage"}
 
 	composition := func(rv string, generation int64, labels map[string]string) client.Object {
 		u := &unstructured.Unstructured{}
@@ -156,6 +159,11 @@ func TestWakes(t *testing.T) {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "sessions-memcached", ResourceVersion: rv, OwnerReferences: owners}}
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return m
+	}
+	usage := func(namespace, instance string) client.Object {
+		u := &v1alpha1.ProviderConfigUsage{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "usage-" + instance, ResourceVersion: "1"}}
+		u.ResourceReference = xpv2.TypedReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.InstanceKind, Name: instance}
+		return u
 	}
 	ownedBy := func(apiVersion, kind, name string, controller bool) metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: "uid", Controller: &controller}
@@ -199,6 +207,10 @@ func TestWakes(t *testing.T) {
 			event:  change{kind: compositionGK, o: composition("1", 1, policy), deleted: true},
 			want:   []types.NamespacedName{a, b, c},
 		},
+		"PolicyOtherLabel": {
+			reason: "Another label on the labelled Composition (GitOps tooling's) does not change the policy.",
+			event:  change{kind: compositionGK, old: composition("1", 1, policy), o: composition("2", 1, map[string]string{v1alpha1.LabelInstancePolicy: "true", "argocd.argoproj.io/instance": "platform"})},
+		},
 		"PolicyMetadataOnly": {
 			reason: "An annotation on the labelled Composition does not change the policy.",
 			event:  change{kind: compositionGK, old: composition("1", 1, policy), o: composition("2", 1, policy)},
@@ -237,6 +249,19 @@ func TestWakes(t *testing.T) {
 		"ProviderConfigOfAnotherNamespace": {
 			reason: "A ProviderConfig named like another namespace's is not the one its Instances use.",
 			event:  change{kind: pcGK, old: pc("team-b", "1", 1), o: pc("team-b", "2", 2)},
+		},
+		"UsageDeleted": {
+			reason: "A ProviderConfigUsage deleted by hand is recorded again at once, so that the config in use cannot be deleted.",
+			event:  change{kind: usageGK, o: usage("team-a", "b"), deleted: true},
+			want:   []types.NamespacedName{b},
+		},
+		"UsageOfAnotherNamespace": {
+			reason: "A usage names an Instance of its own namespace only.",
+			event:  change{kind: usageGK, o: usage("team-b", "b"), deleted: true},
+		},
+		"UsageCreated": {
+			reason: "An Instance records its own usage: that wakes nothing.",
+			event:  change{kind: usageGK, o: usage("team-a", "b")},
 		},
 		"NamespaceRelabelled": {
 			reason: "A namespace's labels decide which ClusterProviderConfigs serve its Instances.",
