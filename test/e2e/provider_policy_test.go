@@ -81,12 +81,12 @@ func TestProviderPolicy(t *testing.T) {
 	// both, rather than obeying whichever the provider read.
 	twin := restricted.DeepCopy()
 	twin.SetName("a-twin-" + suffix())
+	woken := time.Now()
 	apply(t, twin)
 	t.Cleanup(func() { _ = env.Kube.Delete(ctx, compositionGVK, "", twin.GetName()) })
 	both := "Compositions " + twin.GetName() + " and " + objs[0].GetName() + " are both labelled memcached.example.com/instance-policy=true, so Instances are refused"
 	// An Instance that has settled (Available, its next poll --settled-poll away) is refused
 	// at once too: a change of the policy wakes every Instance.
-	woken := time.Now()
 	waitInstance(t, ns, "allowed", "settled, refused naming both Compositions", refused(both))
 	wokenIn(t, "a second labelled Composition refused a settled Instance", woken)
 	apply(t, newInstance(ns, "twice", b.Config, 1, nil, nil))
