@@ -375,13 +375,8 @@ func TestWatched(t *testing.T) {
 			Annotations: map[string]string{v1alpha1.AnnotationInstance: "platform/sessions"}},
 	}
 	t.Run("Observable", func(t *testing.T) {
-		srv := apiServer(t, http.StatusOK, owned)
 		w := &woken{}
-		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Stop()
+		c := serving(t, w, owned)
 		r, err := c.Watched(context.Background(), "team-a", a)
 		if err != nil {
 			t.Fatalf("Watched(...): %v", err)
@@ -405,13 +400,8 @@ func TestWatched(t *testing.T) {
 		// In a shared target namespace a tenant can label and annotate objects of its own
 		// to name another team's Instance: that Instance is woken only if it reads the
 		// namespace, so churning them cannot keep it, and the queue, busy.
-		srv := apiServer(t, http.StatusOK, owned)
 		w := &woken{}
-		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Stop()
+		c := serving(t, w, owned)
 		reader := types.NamespacedName{Namespace: "team-b", Name: "carts"}
 		if _, err := c.Watched(context.Background(), "team-a", reader); err != nil {
 			t.Fatalf("Watched(...): %v", err)
@@ -437,6 +427,18 @@ func TestWatched(t *testing.T) {
 			t.Errorf("a second Watched(...) took %v and returned %v: want the same failure at once", time.Since(start), err)
 		}
 	})
+}
+
+// serving is a Cluster of an API server that serves objs, waking Instances through w.
+func serving(t *testing.T, w *woken, objs ...appsv1.Deployment) *Cluster {
+	t.Helper()
+	srv := apiServer(t, http.StatusOK, objs...)
+	c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 10 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Wake: w.wake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
 }
 
 // testKinds are the kinds the provider watches, as the Instance controller lists them.
