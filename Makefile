@@ -88,6 +88,7 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 	CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -count=1 -cover ./... | tee $(BIN)/test.out
 	@awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \
 		printf "fn coverage: %s%% (minimum 85%%)\n", c; if (c < 85) exit 1 }' $(BIN)/test.out
+	@$(MAKE) --no-print-directory monitoring-test
 
 .PHONY: clean
 clean:
@@ -100,3 +101,4 @@ include build/memcached.mk
 include build/e2e.mk
 include build/node.mk
 include build/provider.mk
+include build/monitoring.mk

@@ -174,6 +174,9 @@ func keyOf(o render.Object, m render.Memcached) string {
 	case *networkingv1.NetworkPolicy:
 		return KeyNetworkPolicy
 	case *unstructured.Unstructured:
+		if o.GetObjectKind().GroupVersionKind().Kind == render.PrometheusRuleKind {
+			return KeyPrometheusRule
+		}
 		return KeyServiceMonitor
 	case *corev1.Secret:
 		switch o.GetName() {

@@ -53,11 +53,14 @@ const (
 	KeyNetworkPolicy = "memcached-networkpolicy"
 	// KeyServiceMonitor is the Prometheus Operator's ServiceMonitor, when the Input asks.
 	KeyServiceMonitor = "memcached-servicemonitor"
+	// KeyPrometheusRule is the Prometheus Operator's PrometheusRule with the alerts, when the
+	// Input asks.
+	KeyPrometheusRule = "memcached-prometheusrule"
 )
 
 // ownKeys are the composed resources the function may desire, in a fixed order.
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance,
-	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor, KeyTLSSecret}
+	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor, KeyPrometheusRule, KeyTLSSecret}
 
 // ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
 // compositions (the default in Crossplane v2) an XR is reconciled again when it or anything

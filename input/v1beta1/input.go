@@ -48,6 +48,14 @@ type MetricsSettings struct {
 	// installed, or Crossplane cannot compose it.
 	// +optional
 	ServiceMonitor bool `json:"serviceMonitor,omitempty"`
+
+	// PrometheusRule composes a Prometheus Operator PrometheusRule (monitoring.coreos.com/v1)
+	// with the alerts docs/operations.md lists (down, connection limit, out of memory, a
+	// cache too small) for every claim with metrics on, each alert labelled with the
+	// Memcached's name and namespace. Off by default, like serviceMonitor, whose scrape the
+	// alerts read: the PrometheusRule CRD must be installed.
+	// +optional
+	PrometheusRule bool `json:"prometheusRule,omitempty"`
 }
 
 // Diagnostics configure what the function reads beyond its composed resources.

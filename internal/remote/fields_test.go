@@ -26,6 +26,7 @@ var notCarried = map[string]string{
 	"TLS.Digest":      "read by the provider from the Secret in the target cluster",
 	"TLS.CA":          "read by the provider from the Secret in the target cluster",
 	"ServiceMonitor":  "a ServiceMonitor belongs to the Prometheus of the cluster the Memcached runs in",
+	"PrometheusRule":  "a PrometheusRule belongs to the Prometheus of the cluster the Memcached runs in",
 	"ExporterImage":   "the claim's spec has no field for it: the provider uses its own default exporter image",
 }
 

@@ -76,6 +76,9 @@ type Memcached struct {
 	Scheduling *Scheduling
 	// ServiceMonitor composes a Prometheus Operator ServiceMonitor when Metrics is on.
 	ServiceMonitor bool
+	// PrometheusRule composes a Prometheus Operator PrometheusRule with the alerts
+	// (Alerts) when Metrics is on.
+	PrometheusRule bool
 }
 
 // Auth are the credentials clients authenticate with.

@@ -262,10 +262,10 @@ type Object interface {
 
 // Objects are the objects that run m, in apply order: the auth Secret and the TLS pair's copy
 // the pods mount (with auth and TLS on), the Deployment, the Service and, when m needs them,
-// the PodDisruptionBudget, the NetworkPolicy and the ServiceMonitor. The function composes
-// them; the provider's list of managed kinds applies the same set but the ServiceMonitor,
-// which belongs to the Prometheus of the cluster it runs in (resolve.Remote drops it), and a
-// test there fails when the two differ.
+// the PodDisruptionBudget, the NetworkPolicy, the ServiceMonitor and the PrometheusRule. The
+// function composes them; the provider's list of managed kinds applies the same set but the
+// ServiceMonitor and PrometheusRule, which belong to the Prometheus of the cluster it runs in
+// (resolve.Remote drops them), and a test there fails when the two differ.
 func Objects(m Memcached) []Object {
 	var objs []Object
 	if m.Auth != nil {
@@ -283,6 +283,9 @@ func Objects(m Memcached) []Object {
 	}
 	if NeedsServiceMonitor(m) {
 		objs = append(objs, ServiceMonitor(m))
+	}
+	if NeedsPrometheusRule(m) {
+		objs = append(objs, PrometheusRule(m))
 	}
 	return objs
 }

@@ -75,9 +75,11 @@ func checkRef(p *field.Path, r *cachev1alpha1.ProviderConfigReference) field.Err
 // Remote adapts m to a Memcached in another cluster, which the Memcached provider runs. It
 // carries everything a claim has there, authentication, TLS and the NetworkPolicy included:
 // the provider generates the credentials in the target cluster and reads the TLS Secret
-// there, so a Memcached is the same wherever it runs. Only the ServiceMonitor is dropped: it
-// belongs to the Prometheus of the cluster the Memcached runs in.
+// there, so a Memcached is the same wherever it runs. Only the ServiceMonitor and the
+// PrometheusRule are dropped: they belong to the Prometheus of the cluster the Memcached runs
+// in, which the control plane's Input knows nothing of.
 func Remote(m render.Memcached) render.Memcached {
 	m.ServiceMonitor = false
+	m.PrometheusRule = false
 	return m
 }

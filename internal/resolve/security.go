@@ -102,6 +102,7 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 		m.NetworkPolicy = &render.NetworkAccess{AllowedNamespaces: allowed, MonitoringNamespace: s.MonitoringNamespace}
 	}
 	m.ServiceMonitor = s.ServiceMonitor && m.Metrics
+	m.PrometheusRule = s.PrometheusRule && m.Metrics
 	return errs
 }
 

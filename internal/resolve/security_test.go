@@ -114,9 +114,9 @@ func TestSecurity(t *testing.T) {
 				}}},
 				Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)},
 			},
-			in: &v1beta1.Input{Metrics: v1beta1.MetricsSettings{MonitoringNamespace: "monitoring", ServiceMonitor: true}},
+			in: &v1beta1.Input{Metrics: v1beta1.MetricsSettings{MonitoringNamespace: "monitoring", ServiceMonitor: true, PrometheusRule: true}},
 			want: with(func(m *render.Memcached) {
-				m.Metrics, m.ServiceMonitor = true, true
+				m.Metrics, m.ServiceMonitor, m.PrometheusRule = true, true, true
 				m.NetworkPolicy = &render.NetworkAccess{MonitoringNamespace: "monitoring", AllowedNamespaces: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 					{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}},
 				}}}
@@ -242,6 +242,15 @@ func TestNewSettingsSecurity(t *testing.T) {
 				Policy: v1beta1.Policy{RequireNetworkPolicy: true}},
 			want: "invalid function Input: defaults.networkPolicy.enabled: Invalid value: false: must be true (policy.requireNetworkPolicy)",
 		},
+		"PrometheusRuleWithoutServiceMonitor": {
+			reason: "Alerts that select the series of a scrape the function does not compose would never fire: the platform hears so.",
+			in:     &v1beta1.Input{Metrics: v1beta1.MetricsSettings{PrometheusRule: true}},
+			want:   "invalid function Input: metrics.prometheusRule: Invalid value: true: needs metrics.serviceMonitor: the alerts read the series its scrape labels",
+		},
+		"PrometheusRuleWithServiceMonitor": {
+			reason: "Both together are valid.",
+			in:     &v1beta1.Input{Metrics: v1beta1.MetricsSettings{PrometheusRule: true, ServiceMonitor: true}},
+		},
 		"BadNames": {
 			reason: "Label keys, the monitoring namespace, priority classes and the proxy image must be what they say.",
 			in: &v1beta1.Input{
@@ -269,12 +278,12 @@ func TestNewSettingsSecurity(t *testing.T) {
 func TestRemote(t *testing.T) {
 	m := render.Memcached{
 		Auth: &render.Auth{Rotation: "r1"}, AuthProxyImage: "proxy:1", TLS: &render.TLS{SecretName: "sessions-cert"},
-		NetworkPolicy: &render.NetworkAccess{MonitoringNamespace: "monitoring"}, ServiceMonitor: true, Metrics: true,
+		NetworkPolicy: &render.NetworkAccess{MonitoringNamespace: "monitoring"}, ServiceMonitor: true, PrometheusRule: true, Metrics: true,
 	}
 	want := m
-	want.ServiceMonitor = false
+	want.ServiceMonitor, want.PrometheusRule = false, false
 	if diff := cmp.Diff(want, Remote(m)); diff != "" {
-		t.Errorf("A Memcached in another cluster keeps its authentication, TLS and NetworkPolicy, and drops only the ServiceMonitor, which belongs to the Prometheus of the cluster it runs in.\nRemote(...): -want, +got:\n%s", diff)
+		t.Errorf("A Memcached in another cluster keeps its authentication, TLS and NetworkPolicy, and drops only the ServiceMonitor and PrometheusRule, which belong to the Prometheus of the cluster it runs in.\nRemote(...): -want, +got:\n%s", diff)
 	}
 }
 

@@ -89,6 +89,8 @@ type Settings struct {
 	MonitoringNamespace string
 	// ServiceMonitor composes a ServiceMonitor for claims with metrics on.
 	ServiceMonitor bool
+	// PrometheusRule composes a PrometheusRule with the alerts for claims with metrics on.
+	PrometheusRule bool
 	// AllowedPriorityClasses, when set, are the only PriorityClasses claims may name.
 	AllowedPriorityClasses []string
 	// AllowedTolerationKeys and AllowedNodeSelectorKeys, when not nil, are the only taint
@@ -119,6 +121,7 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		AllowedNamespaceLabels: in.Policy.NetworkPolicy.AllowedNamespaceLabels,
 		MonitoringNamespace:    in.Metrics.MonitoringNamespace,
 		ServiceMonitor:         in.Metrics.ServiceMonitor,
+		PrometheusRule:         in.Metrics.PrometheusRule,
 		AllowedPriorityClasses: in.Policy.AllowedPriorityClasses,
 
 		AllowedTolerationKeys:   in.Policy.Scheduling.AllowedTolerationKeys,
@@ -192,6 +195,11 @@ func (s Settings) checkSecurity() field.ErrorList {
 	}
 	if s.RequireNetworkPolicy && !s.NetworkPolicy {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "networkPolicy", "enabled"), false, "must be true (policy.requireNetworkPolicy)"))
+	}
+	// The alerts select their series by the labels the ServiceMonitor's scrape gives them;
+	// under another scrape they would match nothing and stay silent.
+	if s.PrometheusRule && !s.ServiceMonitor {
+		errs = append(errs, field.Invalid(field.NewPath("metrics", "prometheusRule"), true, "needs metrics.serviceMonitor: the alerts read the series its scrape labels"))
 	}
 	for i, k := range s.AllowedNamespaceLabels {
 		if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
@@ -367,23 +368,26 @@ func replicasAndGeneration(t *testing.T, ns, name string) (spec, available, gene
 	return s, a, g
 }
 
-// A platform that runs the Prometheus Operator sets the Input's metrics.serviceMonitor: a claim
-// with metrics then gets a ServiceMonitor for its Service's metrics port, and is Available
-// once the API server has it.
+// A platform that runs the Prometheus Operator sets the Input's metrics.serviceMonitor and
+// metrics.prometheusRule: a claim with metrics then gets a ServiceMonitor for its Service's
+// metrics port and a PrometheusRule with its alerts, labelled with its name and namespace, and
+// is Available once the API server has both.
 func TestServiceMonitor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
-		"spec": map[string]any{
-			"group": "monitoring.coreos.com", "scope": "Namespaced",
-			"names": map[string]any{"kind": "ServiceMonitor", "listKind": "ServiceMonitorList", "plural": "servicemonitors", "singular": "servicemonitor"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": map[string]any{
-				"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	apply(t, crd)
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		plural := strings.ToLower(kind) + "s"
+		apply(t, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": plural + ".monitoring.coreos.com"},
+			"spec": map[string]any{
+				"group": "monitoring.coreos.com", "scope": "Namespaced",
+				"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": map[string]any{
+					"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			},
+		}})
+	}
 	objs, err := kube.ReadObjects(env.RepoRoot + "/example/composition.yaml")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("cannot read example/composition.yaml: %v", err)
@@ -392,6 +396,7 @@ func TestServiceMonitor(t *testing.T) {
 	comp.SetName("servicemonitors.cache.example.com")
 	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
 	_ = unstructured.SetNestedField(steps[0].(map[string]any), true, "input", "metrics", "serviceMonitor")
+	_ = unstructured.SetNestedField(steps[0].(map[string]any), true, "input", "metrics", "prometheusRule")
 	_ = unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline")
 	apply(t, comp)
 	t.Cleanup(func() { _ = env.Kube.Delete(ctx, comp.GroupVersionKind(), "", comp.GetName()) })
@@ -412,5 +417,27 @@ func TestServiceMonitor(t *testing.T) {
 	selector, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 	if port != render.MetricsPortName || selector["app.kubernetes.io/instance"] != "sessions" {
 		t.Errorf("ServiceMonitor scrapes port %q of %v; want port %s of the Memcached's Service", port, selector, render.MetricsPortName)
+	}
+
+	// The alerts: every one of render.Alerts, in one group, labelled with the claim's name and
+	// namespace, reading that namespace's Service only.
+	pr := get(t, schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: render.PrometheusRuleKind}, ns, "sessions")
+	groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
+	var got, want []string
+	if len(groups) == 1 {
+		rules, _, _ := unstructured.NestedSlice(groups[0].(map[string]any), "rules")
+		for _, r := range rules {
+			r := r.(map[string]any)
+			l, _, _ := unstructured.NestedStringMap(r, "labels")
+			expr, _, _ := unstructured.NestedString(r, "expr")
+			got = append(got, fmt.Sprintf("%s %s %s/%s %t", r["alert"], l[render.AlertLabelSeverity], l[render.AlertLabelNamespace], l[render.AlertLabelName],
+				strings.Contains(expr, fmt.Sprintf("namespace=%q, service=%q", ns, "sessions"))))
+		}
+	}
+	for _, a := range render.Alerts(render.Memcached{Name: "sessions", Namespace: ns}) {
+		want = append(want, fmt.Sprintf("%s %s %s/%s %t", a.Name, a.Severity, ns, "sessions", true))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the claim's PrometheusRule (%d groups) has other alerts than render.Alerts, or labels or selectors that do not name the claim: -want, +got:\n%s", len(groups), diff)
 	}
 }

@@ -9,12 +9,13 @@ import (
 
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/render/rendertest"
+	"github.com/example/function-memcached/internal/resolve"
 )
 
 // TestManagedKindsRenderWhatTheFunctionComposes proves that managedKinds' needed and render
 // say, for every Memcached, exactly what render.Objects (which the function composes here)
-// renders, in the same order, but for the ServiceMonitor, which stays in the cluster whose
-// Prometheus scrapes it: a kind added to the renderer and not to managedKinds, or a condition
+// renders for the Memcached resolve.Remote makes of it, in the same order (without the
+// ServiceMonitor and PrometheusRule, which stay with the control plane's Prometheus): a kind added to the renderer and not to managedKinds, or a condition
 // changed in one and not the other, fails here rather than running a different set of objects
 // in another cluster.
 func TestManagedKindsRenderWhatTheFunctionComposes(t *testing.T) {
@@ -23,12 +24,8 @@ func TestManagedKindsRenderWhatTheFunctionComposes(t *testing.T) {
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
 			var want, got []string
-			for _, o := range render.Objects(m) {
-				kind := kindOf(o)
-				if kind == "ServiceMonitor" {
-					continue
-				}
-				want = append(want, kind+"/"+o.GetName())
+			for _, o := range render.Objects(resolve.Remote(m)) {
+				want = append(want, kindOf(o)+"/"+o.GetName())
 			}
 			for _, k := range managedKinds {
 				if !k.needed(m) {
@@ -48,7 +45,7 @@ func TestManagedKindsRenderWhatTheFunctionComposes(t *testing.T) {
 	}
 }
 
-// kindOf names o's kind: its type's name, or, for the unstructured ServiceMonitor, its kind.
+// kindOf names o's kind: its type's name, or, for the unstructured monitoring kinds, its kind.
 func kindOf(o render.Object) string {
 	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
 		return k

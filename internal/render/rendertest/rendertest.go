@@ -21,7 +21,7 @@ import (
 )
 
 // Base returns a Memcached with every field set and every feature on (metrics, auth, TLS,
-// network policy, scheduling, a ServiceMonitor), so that a change of any one field shows. It
+// network policy, scheduling, a ServiceMonitor and a PrometheusRule), so that a change of any one field shows. It
 // is valid under resolve's built-in policy, so it also survives the trip through an Instance.
 func Base() render.Memcached {
 	return render.Memcached{
@@ -44,6 +44,7 @@ func Base() render.Memcached {
 			PriorityClassName: "cache",
 		},
 		ServiceMonitor: true,
+		PrometheusRule: true,
 	}
 }
 
@@ -81,6 +82,7 @@ var changes = map[string]func(m *render.Memcached){
 	"Scheduling.Tolerations":            func(m *render.Memcached) { m.Scheduling.Tolerations[0].Value = "sessions" },
 	"Scheduling.PriorityClassName":      func(m *render.Memcached) { m.Scheduling.PriorityClassName = "batch" },
 	"ServiceMonitor":                    func(m *render.Memcached) { m.ServiceMonitor = false },
+	"PrometheusRule":                    func(m *render.Memcached) { m.PrometheusRule = false },
 }
 
 // Fields are the paths of every field of render.Memcached, like "Scheduling.Tolerations",
