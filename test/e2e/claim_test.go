@@ -4,7 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +66,10 @@ func TestClaimBecomesAvailable(t *testing.T) {
 		}
 	})
 
+	t.Run("crossplane resource trace shows every composed resource", func(t *testing.T) {
+		wantTraced(t, ns, name)
+	})
+
 	t.Run("pods run under the restricted Pod Security Standard", func(t *testing.T) {
 		pods, err := env.Kube.Typed.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
 		if err != nil {
@@ -101,4 +110,57 @@ func TestSixtyCharacterName(t *testing.T) {
 		t.Errorf("want a Deployment and a Service named %q (%d characters) in %s", name, len(name), ns)
 	}
 	wantConnectionDetails(t, ns, name+"-memcached", name)
+}
+
+// traceNode is one resource of `crossplane resource trace -o json`'s tree.
+type traceNode struct {
+	Object   unstructured.Unstructured `json:"object"`
+	Children []traceNode               `json:"children"`
+}
+
+// wantTraced runs `crossplane resource trace mc/<name> -n <ns> -o json` with the pinned CLI,
+// as docs/operations.md tells an operator to, and checks that its tree holds the claim, its
+// XR and every resource the XR composed (spec.resourceRefs), so that what an operator follows
+// down is all there is.
+func wantTraced(t *testing.T, ns, name string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.BinDir, "crossplane"), "resource", "trace", "mc/"+name, "-n", ns, "-o", "json") //nolint:gosec // The suite's own CLI.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.ControlPlane.KubeconfigPath(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crossplane resource trace mc/%s -n %s: %v\n%s", name, ns, err, out)
+	}
+	var root traceNode
+	if err := json.Unmarshal(out, &root); err != nil {
+		t.Fatalf("crossplane resource trace -o json: %v\n%s", err, out)
+	}
+	var traced []string
+	var walk func(n traceNode)
+	walk = func(n traceNode) {
+		traced = append(traced, n.Object.GetKind()+" "+n.Object.GetNamespace()+"/"+n.Object.GetName())
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(root)
+
+	xr, _, _ := unstructured.NestedString(get(t, claimGVK, ns, name).Object, "spec", "resourceRef", "name")
+	want := []string{"Memcached " + ns + "/" + name, "XMemcached /" + xr}
+	refs, _, _ := unstructured.NestedSlice(get(t, xrGVK, "", xr).Object, "spec", "resourceRefs")
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		refNS, _ := ref["namespace"].(string)
+		if refNS == "" {
+			refNS = ns
+		}
+		want = append(want, fmt.Sprintf("%s %s/%s", ref["kind"], refNS, ref["name"]))
+	}
+	for _, w := range want {
+		if !slices.Contains(traced, w) {
+			t.Errorf("crossplane resource trace does not show %s; it shows %v", w, traced)
+		}
+	}
+	if len(refs) < 4 {
+		t.Errorf("the XR composed %d resources; the example claim composes at least a Deployment, a Service, a PodDisruptionBudget and a connection Secret", len(refs))
+	}
 }

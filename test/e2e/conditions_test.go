@@ -110,16 +110,23 @@ func TestStuckRollout(t *testing.T) {
 		return nil
 	})
 	t.Logf("claim %s/%s: %s", ns, "sessions", m)
-	// Let a few reconciles pass: the warning is one per transition, not one per call.
-	time.Sleep(5 * time.Second)
-	stalled := 0
-	for _, e := range claimEvents(t, ns, "sessions") {
-		if e.Reason == "Stalled" {
-			stalled += int(max(e.Count, 1))
+	// Crossplane's event recorder sends events in the background, seconds later on a busy
+	// machine: wait for the warning, then let a few reconciles pass: it is one per transition,
+	// not one per call.
+	stalled := func() int {
+		n := 0
+		for _, e := range claimEvents(t, ns, "sessions") {
+			if e.Reason == "Stalled" {
+				n += int(max(e.Count, 1))
+			}
 		}
+		return n
 	}
-	if stalled != 1 {
-		t.Errorf("Stalled warnings on the claim: got %d, want exactly 1", stalled)
+	for deadline := time.Now().Add(30 * time.Second); stalled() == 0 && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	}
+	time.Sleep(5 * time.Second)
+	if n := stalled(); n != 1 {
+		t.Errorf("Stalled warnings on the claim: got %d, want exactly 1", n)
 	}
 }
 

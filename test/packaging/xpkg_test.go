@@ -245,6 +245,9 @@ type function struct {
 	Name        string
 	Crossplane  string
 	Annotations []string // The meta.crossplane.io annotations that are set.
+	// Capabilities tell Crossplane what the function may be used for: a Composition's
+	// pipeline refuses a function whose capabilities lack composition.
+	Capabilities []string
 }
 
 func wantPackage(arch string) pkg {
@@ -265,6 +268,7 @@ func wantPackage(arch string) pkg {
 				"meta.crossplane.io/readme",
 				"meta.crossplane.io/source",
 			},
+			Capabilities: []string{pkgmetav1.FunctionCapabilityComposition},
 		},
 		CRDs: []string{"inputs.memcached.fn.example.com"},
 		// Render fixtures (observed composed resources, the claim's XR) are no examples.
@@ -450,7 +454,7 @@ func parsePackage(t *testing.T, f file) (function, []string) {
 	if fn.APIVersion != "meta.pkg.crossplane.io/v1" || fn.Kind != "Function" {
 		t.Errorf("package.yaml's first document is a %s %s, want a meta.pkg.crossplane.io/v1 Function", fn.APIVersion, fn.Kind)
 	}
-	got := function{Name: fn.Name}
+	got := function{Name: fn.Name, Capabilities: fn.Spec.Capabilities}
 	if fn.Spec.Crossplane != nil {
 		got.Crossplane = fn.Spec.Crossplane.Version
 	}
