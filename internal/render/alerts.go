@@ -112,16 +112,7 @@ func PrometheusRule(m Memcached) *unstructured.Unstructured {
 			"annotations": map[string]any{"summary": a.Summary, "description": a.Description},
 		})
 	}
-	labels := map[string]any{}
-	for k, v := range Labels(m) {
-		labels[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": ServiceMonitorAPIVersion,
-		"kind":       PrometheusRuleKind,
-		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "labels": labels},
-		"spec": map[string]any{
-			"groups": []any{map[string]any{"name": "memcached." + m.Namespace + "." + m.Name, "rules": rules}},
-		},
-	}}
+	return monitoringObject(m, PrometheusRuleKind, map[string]any{
+		"groups": []any{map[string]any{"name": "memcached." + m.Namespace + "." + m.Name, "rules": rules}},
+	})
 }

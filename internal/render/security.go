@@ -199,23 +199,30 @@ const (
 // ServiceMonitor tells a Prometheus Operator to scrape every replica's exporter through the
 // Service's metrics port.
 func ServiceMonitor(m Memcached) *unstructured.Unstructured {
-	labels := map[string]any{}
-	for k, v := range Labels(m) {
-		labels[k] = v
-	}
-	selector := map[string]any{}
-	for k, v := range SelectorLabels(m) {
-		selector[k] = v
-	}
+	return monitoringObject(m, ServiceMonitorKind, map[string]any{
+		"selector":  map[string]any{"matchLabels": anyValues(SelectorLabels(m))},
+		"endpoints": []any{map[string]any{"port": MetricsPortName}},
+	})
+}
+
+// monitoringObject is a Prometheus Operator object of kind for m, with m's name, namespace
+// and labels, rendered unstructured.
+func monitoringObject(m Memcached, kind string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": ServiceMonitorAPIVersion,
-		"kind":       ServiceMonitorKind,
-		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "labels": labels},
-		"spec": map[string]any{
-			"selector":  map[string]any{"matchLabels": selector},
-			"endpoints": []any{map[string]any{"port": MetricsPortName}},
-		},
+		"kind":       kind,
+		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "labels": anyValues(Labels(m))},
+		"spec":       spec,
 	}}
+}
+
+// anyValues is labels as unstructured content holds them.
+func anyValues(labels map[string]string) map[string]any {
+	out := make(map[string]any, len(labels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
 }
 
 // memcachedArgs are memcached's flags beyond size and connections: the item size limit,
