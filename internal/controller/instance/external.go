@@ -464,7 +464,7 @@ const maxMoves = 4
 func (e *External) move(ctx context.Context, cr *v1alpha1.Instance, obj client.Object, manager string) error {
 	c := e.Target.Client()
 	for n := 1; ; n++ {
-		patch, err := migration(obj, manager)
+		patch, err := migration(obj, manager, cr.GetUID())
 		if err != nil || patch == nil {
 			return err
 		}

@@ -147,8 +147,11 @@ func stamp(u *unstructured.Unstructured, cr *v1alpha1.Instance) {
 // manager, guarded by o's resourceVersion so that it applies to what was read or not at all;
 // nil when o has nothing to move. Renaming the entry, rather than applying under the new name
 // beside it, leaves no field co-owned by a manager nobody applies with any more, which would
-// keep a field the Instance stops setting from ever being removed.
-func migration(o metav1.Object, manager string) ([]byte, error) {
+// keep a field the Instance stops setting from ever being removed. The same patch labels o
+// with uid, the Instance's: renamed, the entry no longer marks o as an earlier provider's, so
+// without the label an apply that then fails (the Deployment controller wrote o meanwhile)
+// would leave o unlabelled and unmarked, a conflict at every reconcile after.
+func migration(o metav1.Object, manager string, uid types.UID) ([]byte, error) {
 	fields := o.GetManagedFields()
 	has := false
 	for _, f := range fields {
@@ -173,8 +176,14 @@ func migration(o metav1.Object, manager string) ([]byte, error) {
 	if !moved {
 		return nil, nil
 	}
+	labels := map[string]string{}
+	for k, v := range o.GetLabels() {
+		labels[k] = v
+	}
+	labels[v1alpha1.LabelInstanceUID] = string(uid)
 	return json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": o.GetResourceVersion()},
 		{"op": "replace", "path": "/metadata/managedFields", "value": out},
+		{"op": "add", "path": "/metadata/labels", "value": labels},
 	})
 }

@@ -94,7 +94,8 @@ func TestMigration(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			patch, err := migration(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42", ManagedFields: tc.fields}}, manager)
+			patch, err := migration(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42", ManagedFields: tc.fields,
+				Labels: map[string]string{"app.kubernetes.io/name": "memcached"}}}, manager, "uid-1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,12 +114,19 @@ func TestMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []metav1.ManagedFieldsEntry
-			if len(ops) != 2 || ops[0].Op != "test" || ops[0].Path != "/metadata/resourceVersion" || string(ops[0].Value) != `"42"` ||
-				ops[1].Op != "replace" || ops[1].Path != "/metadata/managedFields" || json.Unmarshal(ops[1].Value, &got) != nil {
-				t.Fatalf("\n%s\nmigration(...) = %s, want a resourceVersion test and a managedFields replace", tc.reason, patch)
+			var labels map[string]string
+			if len(ops) != 3 || ops[0].Op != "test" || ops[0].Path != "/metadata/resourceVersion" || string(ops[0].Value) != `"42"` ||
+				ops[1].Op != "replace" || ops[1].Path != "/metadata/managedFields" || json.Unmarshal(ops[1].Value, &got) != nil ||
+				ops[2].Op != "add" || ops[2].Path != "/metadata/labels" || json.Unmarshal(ops[2].Value, &labels) != nil {
+				t.Fatalf("\n%s\nmigration(...) = %s, want a resourceVersion test, a managedFields replace and the labels", tc.reason, patch)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\nmigration(...) managedFields: -want, +got:\n%s", tc.reason, diff)
+			}
+			// Labelled in the same write, the object stays the Instance's should the apply
+			// after the move fail.
+			if want := map[string]string{"app.kubernetes.io/name": "memcached", v1alpha1.LabelInstanceUID: "uid-1"}; !cmp.Equal(want, labels) {
+				t.Errorf("\n%s\nmigration(...) labels = %v, want %v: the object's own and the Instance's UID", tc.reason, labels, want)
 			}
 		})
 	}
