@@ -12,7 +12,10 @@ SHELL := /bin/bash
 
 BIN := $(CURDIR)/bin
 GO ?= go
-export GOFLAGS ?= -buildvcs=false
+# -trimpath for every build and test, as the tools are built: the Go build cache keys a compiled
+# package by its flags too, so the product's tests reuse what building the Crossplane CLI and
+# core compiled (tools/crossplane pins the same dependency versions as go.mod).
+export GOFLAGS ?= -buildvcs=false -trimpath
 
 CROSSPLANE_VERSION := v2.5.0
 RENDER_ADDRESS ?= 127.0.0.1:9443

@@ -49,8 +49,8 @@ $(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 	$(GO) -C tools/kwok build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 # Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`.
-$(BIN)/crossplane-core: tools/crossplane-core/go.mod tools/crossplane-core/go.sum | $(BIN)
-	$(GO) -C tools/crossplane-core build -trimpath -o $@ \
+$(BIN)/crossplane-core: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
+	$(GO) -C tools/crossplane build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \
 		github.com/crossplane/crossplane/v2/cmd/crossplane
 
@@ -67,8 +67,8 @@ $(BIN)/kwok-stages.yaml: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 	for f in $(KWOK_STAGES); do cat "$$dir/kustomize/stage/$$f"; echo '---'; done > $@.tmp && mv $@.tmp $@
 
 # Crossplane's CRDs, from the same module as the core binary.
-$(BIN)/crossplane-crds/.copied: tools/crossplane-core/go.mod tools/crossplane-core/go.sum | $(BIN)
-	@dir=$$($(GO) -C tools/crossplane-core list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
+$(BIN)/crossplane-crds/.copied: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
+	@dir=$$($(GO) -C tools/crossplane list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
 	rm -rf $(BIN)/crossplane-crds && mkdir -p $(BIN)/crossplane-crds && \
 	cp "$$dir"/cluster/crds/*.yaml $(BIN)/crossplane-crds/ && chmod -R u+w $(BIN)/crossplane-crds && touch $@
 

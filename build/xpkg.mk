@@ -83,10 +83,10 @@ VALIDATE_CACHE ?= $(OUTPUT_DIR)/validate-cache
 # `resource validate` wants the schemas of xpkg.crossplane.io/crossplane/crossplane:<version>
 # and skips downloading them when <cache>/xpkg.crossplane.io/crossplane/crossplane@<version>/
 # exists, so the cache is seeded with the CRDs of the Crossplane core the e2e suite runs
-# (tools/crossplane-core): the examples are checked against the Crossplane they run on.
+# (tools/crossplane): the examples are checked against the Crossplane they run on.
 .PHONY: validate
 validate: $(CROSSPLANE)
-	@core="$$($(GO) -C tools/crossplane-core list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
+	@core="$$($(GO) -C tools/crossplane list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
 	version="$${core%% *}"; dir="$${core#* }"; \
 	seed="$(VALIDATE_CACHE)/xpkg.crossplane.io/crossplane/crossplane@$$version"; \
 	if [ ! -d "$$seed" ]; then \
