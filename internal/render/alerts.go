@@ -38,9 +38,10 @@ type Alert struct {
 }
 
 // Alerts are m's alerting rules: memcached-mixin's (grafana/jsonnet-libs) down, connection
-// limit and out-of-memory alerts, scoped to m, and three it lacks: no replica scraped at
-// all, connections refused at the limit, and evictions that say the cache is too small. The
-// thresholds and the reasons for them are in docs/operations.md.
+// limit and out-of-memory alerts, scoped to m, and four it lacks: no replica scraped at
+// all, a replica that keeps restarting, connections refused at the limit, and evictions that
+// say the cache is too small. The thresholds and the reasons for them are in
+// docs/operations.md.
 func Alerts(m Memcached) []Alert {
 	sel := fmt.Sprintf("namespace=%q, service=%q", m.Namespace, m.Name)
 	who := m.Namespace + "/" + m.Name
@@ -55,7 +56,16 @@ func Alerts(m Memcached) []Alert {
 		Expr:    fmt.Sprintf("absent(memcached_up{%s})", sel),
 		Summary: fmt.Sprintf("Memcached %s: no replica has been scraped for 10 minutes.", who),
 		Description: "No replica runs (the claim's Available condition says why), or Prometheus does not select the Memcached's " +
-			"ServiceMonitor or this PrometheusRule's namespace: then none of its other alerts can fire either.",
+			"ServiceMonitor: then none of its other alerts can fire either. (A Prometheus that does not select this " +
+			"PrometheusRule evaluates none of these alerts, this one included: docs/operations.md shows how to check.)",
+	}, {
+		// A replica that crashes and is restarted between scrapes never shows memcached_up 0
+		// for 5 minutes; its uptime falling back does.
+		Name: "MemcachedRestarting", Severity: SeverityWarning, For: "0m",
+		Expr:    fmt.Sprintf("resets(memcached_uptime_seconds{%s}[30m]) > 2", sel),
+		Summary: fmt.Sprintf("Memcached %s: {{ $labels.pod }} restarted {{ $value }} times in 30 minutes.", who),
+		Description: "Its memcached keeps starting over, empty each time: its clients miss what they stored. The pod's events " +
+			"and its containers' last state (kubectl describe pod) say why.",
 	}, {
 		Name: "MemcachedConnectionLimitApproaching", Severity: SeverityWarning, For: "15m",
 		Expr:    fmt.Sprintf("100 * memcached_current_connections{%s} / memcached_max_connections{%s} > 80", sel, sel),
@@ -69,11 +79,13 @@ func Alerts(m Memcached) []Alert {
 		Description: fmt.Sprintf("Each replica accepts %d connections (spec.maxConnections); at the limit memcached refuses new ones. "+
 			"Raise spec.maxConnections, add replicas (spec.size), or find the client that does not reuse its connections.", m.MaxConnections),
 	}, {
+		// More than 10 in every 5 minutes, for 5 minutes: a client that opens a connection
+		// too many now and then is a ticket (the limit alerts), refusals that go on a page.
 		Name: "MemcachedConnectionsRejected", Severity: SeverityCritical, For: "5m",
-		Expr:    fmt.Sprintf("rate(memcached_connections_rejected_total{%s}[5m]) > 0", sel),
+		Expr:    fmt.Sprintf("increase(memcached_connections_rejected_total{%s}[5m]) > 10", sel),
 		Summary: fmt.Sprintf("Memcached %s: {{ $labels.pod }} refuses connections at its limit.", who),
-		Description: fmt.Sprintf("For 5 minutes {{ $labels.pod }} has refused new connections because it held %d (spec.maxConnections): "+
-			"its clients see errors. Raise spec.maxConnections or add replicas (spec.size).", m.MaxConnections),
+		Description: fmt.Sprintf("For 5 minutes {{ $labels.pod }} has refused more than 10 new connections in every 5 minutes because it held %d "+
+			"(spec.maxConnections): its clients see errors. Raise spec.maxConnections or add replicas (spec.size).", m.MaxConnections),
 	}, {
 		Name: "MemcachedOutOfMemoryErrors", Severity: SeverityWarning, For: "15m",
 		Expr:    fmt.Sprintf("sum without (slab) (rate(memcached_slab_items_outofmemory_total{%s}[5m])) > 0", sel),
@@ -81,8 +93,11 @@ func Alerts(m Memcached) []Alert {
 		Description: fmt.Sprintf("For 15 minutes {{ $labels.pod }} has failed to store items because no slab had room (%d MB, spec.memoryLimitMB): "+
 			"those writes return an error. A larger spec.memoryLimitMB, or a smaller spec.maxItemSizeMB, makes room.", m.MemoryLimitMB),
 	}, {
+		// command="set" is memcached's cmd_set, which counts every storage command: set, add,
+		// replace, append, prepend and cas. The "> 0" drops a replica with no writes at all,
+		// whose ratio would be +Inf or NaN, not a cache too small.
 		Name: "MemcachedCacheTooSmall", Severity: SeverityWarning, For: "30m",
-		Expr: fmt.Sprintf("rate(memcached_items_evicted_total{%s}[15m]) / sum without (command, status) (rate(memcached_commands_total{%s, command=\"set\"}[15m])) > 0.1",
+		Expr: fmt.Sprintf("rate(memcached_items_evicted_total{%s}[15m]) / (sum without (command, status) (rate(memcached_commands_total{%s, command=\"set\"}[15m])) > 0) > 0.1",
 			sel, sel),
 		Summary: fmt.Sprintf("Memcached %s: {{ $labels.pod }} evicts live items for {{ $value | humanizePercentage }} of its writes.", who),
 		Description: fmt.Sprintf("For 30 minutes more than one write in ten to {{ $labels.pod }} has pushed out an item that had not expired: "+

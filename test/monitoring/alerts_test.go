@@ -33,6 +33,31 @@ func TestAlerts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every alert has a test in which it fires: a new alert without one fails here.
+	var file struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				AlertName string           `json:"alertname"`
+				ExpAlerts []map[string]any `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	if err := yaml.Unmarshal(tests, &file); err != nil {
+		t.Fatal(err)
+	}
+	fires := map[string]bool{}
+	for _, tc := range file.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.AlertName] = true
+			}
+		}
+	}
+	for _, a := range render.Alerts(sessions()) {
+		if !fires[a.Name] {
+			t.Errorf("alert %s (%s) has no test in testdata/alerts.test.yaml in which it fires", a.Name, a.Severity)
+		}
+	}
 	for _, args := range [][]string{
 		{"check", "rules", filepath.Join(dir, "rules.yaml")},
 		{"test", "rules", filepath.Join(dir, "alerts.test.yaml")},
