@@ -92,6 +92,7 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 	@awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \
 		printf "fn coverage: %s%% (minimum 85%%)\n", c; if (c < 85) exit 1 }' $(BIN)/test.out
 	@$(MAKE) --no-print-directory monitoring-test
+	@$(MAKE) --no-print-directory scaleplot-test
 
 .PHONY: clean
 clean:
@@ -105,3 +106,4 @@ include build/e2e.mk
 include build/node.mk
 include build/provider.mk
 include build/monitoring.mk
+include build/scale.mk

@@ -3,11 +3,15 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,19 +25,22 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/test/e2e/internal/audit"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/proc"
 )
 
 // scaleTimeout bounds the wait for every claim to become Available, and then for every
 // claim and composed object to be gone.
-const scaleTimeout = 10 * time.Minute
+const scaleTimeout = 15 * time.Minute
 
 // Many claims created at once all become Available; the test reports how long that took and
 // what the function spent on each reconcile: its CPU time (user + system, from /proc) over
 // the RunFunction calls it answered (its gRPC metrics), both counted from just before the
-// first create until every claim is Available. Then it deletes the claims and waits until
-// they, their XRs and their Deployments are gone.
+// first create until every claim is Available; with E2E_AUDIT=1, who sent the API server
+// which requests over that time, per claim. Each claim's create and first-Available times go
+// to <output>/scale/claims-<n>.csv, which `make scale-plot` draws. Then it deletes the claims
+// and waits until they, their XRs and their Deployments are gone.
 //
 // Opt-in with E2E_SCALE=1 (make e2e-scale), for it takes minutes; E2E_SCALE_CLAIMS sets the
 // number of claims (default 200). Not parallel: other scenarios would share the cores and
@@ -58,9 +65,14 @@ func TestScale(t *testing.T) {
 	all0 := cpuTimes(env.Processes())
 
 	// Create every claim at once: 20 clients in parallel.
+	createdAt := map[string]time.Duration{}
+	var createdMu sync.Mutex
 	start := time.Now()
 	inParallel(t, names, func(name string) error {
 		_, err := env.Kube.Apply(ctx, newClaim(ns, name, 1))
+		createdMu.Lock()
+		createdAt[name] = time.Since(start)
+		createdMu.Unlock()
 		return err
 	})
 	created := time.Since(start)
@@ -150,6 +162,10 @@ func TestScale(t *testing.T) {
 		others = append(others, fmt.Sprintf("%s %.1f", name, (all1[name]-all0[name]).Seconds()))
 	}
 	t.Logf("CPU seconds over the same time: %s", strings.Join(others, ", "))
+	if err := writeScaleCSV(n, names, createdAt, firstAvailable); err != nil {
+		t.Error(err)
+	}
+	reportRequests(t, n, start, start.Add(wall))
 
 	deployments, err := env.Kube.Resource(deploymentGVK, ns)
 	if err != nil {
@@ -183,6 +199,66 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d claims deleted: claims and Deployments gone %.1fs after the delete", n, time.Since(start).Seconds())
+}
+
+// writeScaleCSV writes, for `make scale-plot`, each claim's create and first-Available times
+// in seconds after the first create to <output>/scale/claims-<n>.csv, sorted by the latter.
+func writeScaleCSV(n int, names []string, created, available map[string]time.Duration) error {
+	dir := filepath.Join(env.OutputDir, "scale")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return errors.Wrap(err, "cannot create the scale output directory")
+	}
+	sorted := slices.Clone(names)
+	slices.SortFunc(sorted, func(a, b string) int { return cmp.Compare(available[a], available[b]) })
+	var b strings.Builder
+	b.WriteString("claim,created_s,available_s\n")
+	for _, name := range sorted {
+		fmt.Fprintf(&b, "%s,%.3f,%.3f\n", name, created[name].Seconds(), available[name].Seconds())
+	}
+	p := filepath.Join(dir, fmt.Sprintf("claims-%d.csv", n))
+	return errors.Wrapf(os.WriteFile(p, []byte(b.String()), 0o600), "cannot write %s", p)
+}
+
+// reportRequests logs who sent the API server how many requests in [from, to), from its
+// audit log (E2E_AUDIT=1), per claim: the writes by client and resource, and the reads by
+// client. Without the audit log it says how to get one.
+func reportRequests(t *testing.T, n int, from, to time.Time) {
+	t.Helper()
+	path := env.AuditLog()
+	if path == "" {
+		t.Log("API server requests by client: not counted; set E2E_AUDIT=1 for the API server's audit log")
+		return
+	}
+	// The batch backend flushes at least once a second.
+	time.Sleep(2 * time.Second)
+	f, err := os.Open(path) //nolint:gosec // the suite's own log
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close() //nolint:errcheck // read only
+	rows, err := audit.Count(f, from, to)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	writes := audit.Writes(rows)
+	per := func(r int) float64 { return float64(r) / float64(n) }
+	var lines []string
+	for _, r := range writes[:min(len(writes), 25)] {
+		lines = append(lines, fmt.Sprintf("  %6.2f  %-24s %-7s %s", per(r.Requests), r.Client, r.Verb, r.Resource))
+	}
+	t.Logf("API server requests: %d (%.1f per claim), of which writes %d (%.1f per claim); writes per claim by client, verb and resource:\n%s",
+		audit.Total(rows), per(audit.Total(rows)), audit.Total(writes), per(audit.Total(writes)), strings.Join(lines, "\n"))
+	byClient := map[string]int{}
+	for _, r := range rows {
+		byClient[r.Client+" "+r.Verb] += r.Requests
+	}
+	var reads []string
+	for _, k := range slices.Sorted(maps.Keys(byClient)) {
+		reads = append(reads, fmt.Sprintf("%s %.2f", k, per(byClient[k])))
+	}
+	t.Logf("API server requests per claim by client and verb: %s", strings.Join(reads, ", "))
 }
 
 // cpuTimes returns the CPU time each running process has used, by name.

@@ -52,7 +52,20 @@ type Options struct {
 	Nodes int
 	// PIDs records every process started.
 	PIDs *proc.PIDFile
+	// AuditLog, when set, is where the main API server writes an audit event (Metadata level:
+	// who, verb, resource, no bodies) for every request it answers, so that a scenario can
+	// say who makes the API server work (scale_test.go). Empty turns auditing off: it costs
+	// the API server CPU the other scenarios need not pay.
+	AuditLog string
 }
+
+// auditPolicy logs every request once, when its response is complete, without bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+`
 
 // A ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -101,7 +114,16 @@ func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
 	if err := cp.startEtcd(ctx); err != nil {
 		return nil, err
 	}
-	if cp.APIServer, err = cp.startAPIServer(ctx, "kube-apiserver", "/registry"); err != nil {
+	var audit []string
+	if o.AuditLog != "" {
+		policy := filepath.Join(o.WorkDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, errors.Wrap(err, "cannot write the audit policy")
+		}
+		audit = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + o.AuditLog,
+			"--audit-log-format=json", "--audit-log-mode=batch", "--audit-log-maxsize=0"}
+	}
+	if cp.APIServer, err = cp.startAPIServer(ctx, "kube-apiserver", "/registry", audit...); err != nil {
 		return nil, err
 	}
 	if cp.ControllerManager, cp.Scheduler, cp.Kwok, err = cp.startNodeComponents("", cp.APIServer.Kubeconfig); err != nil {
@@ -354,7 +376,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context) error {
 	return p.WaitHealthy(ctx, startTimeout, nil, client+"/health")
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix string) (*APIServer, error) {
+func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix string, extra ...string) (*APIServer, error) {
 	ports, err := FreePorts(1)
 	if err != nil {
 		return nil, err
@@ -364,21 +386,21 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.startAs(name, "kube-apiserver",
-		"--etcd-servers="+cp.etcdURL,
-		"--etcd-prefix="+etcdPrefix,
+	p, err := cp.startAs(name, "kube-apiserver", append([]string{
+		"--etcd-servers=" + cp.etcdURL,
+		"--etcd-prefix=" + etcdPrefix,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[0]),
+		"--secure-port=" + strconv.Itoa(ports[0]),
 		// The kubernetes Service's endpoints would be 127.0.0.1, which EndpointSlices reject.
 		"--endpoint-reconciler-type=none",
-		"--tls-cert-file="+cp.cert("apiserver.crt"),
-		"--tls-private-key-file="+cp.cert("apiserver.key"),
-		"--client-ca-file="+cp.cert("ca.crt"),
+		"--tls-cert-file=" + cp.cert("apiserver.crt"),
+		"--tls-private-key-file=" + cp.cert("apiserver.key"),
+		"--client-ca-file=" + cp.cert("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+cp.cert("sa.pub"),
-		"--service-account-signing-key-file="+cp.cert("sa.key"),
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-account-key-file=" + cp.cert("sa.pub"),
+		"--service-account-signing-key-file=" + cp.cert("sa.key"),
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=RBAC",
 		// PodSecurity is on by default; named so that the suite fails loudly if a default ever
 		// changes. PodNodeSelector and PodTolerationRestriction let a namespace's annotations
@@ -390,7 +412,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		// it closes them and exits in about a second.
 		"--shutdown-watch-termination-grace-period=2s",
 		"--v=1",
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -63,11 +63,13 @@ type Options struct {
 	// Node runs the node lane: a real node beside the fake ones, the lane's images, and the
 	// function as a pod on it (see node.go).
 	Node bool
+	// Audit makes the API server write an audit log, logs/audit.log: who sent which request.
+	Audit bool
 }
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
-// E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on) and
-// E2E_NODE (anything but "off" means on), as
+// E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on),
+// E2E_NODE (anything but "off" means on) and E2E_AUDIT (anything means on), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
 // (test/e2e).
 func OptionsFromEnv() Options {
@@ -89,6 +91,7 @@ func OptionsFromEnv() Options {
 		Nodes:           3,
 		CrossplaneDebug: os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
 		Node:            os.Getenv("E2E_NODE") != "off",
+		Audit:           os.Getenv("E2E_AUDIT") != "",
 	}
 }
 
@@ -122,6 +125,14 @@ type Env struct {
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// AuditLog is the API server's audit log when Audit is on, empty otherwise.
+func (e *Env) AuditLog() string {
+	if !e.Audit {
+		return ""
+	}
+	return filepath.Join(e.LogDir, "audit.log")
 }
 
 // Start brings the suite up, printing how long each step took to out. On error it has
@@ -200,6 +211,7 @@ func (e *Env) startControlPlane(ctx context.Context) (err error) {
 		KwokStages: filepath.Join(e.BinDir, "kwok-stages.yaml"),
 		Nodes:      e.Nodes,
 		PIDs:       e.PIDs,
+		AuditLog:   e.AuditLog(),
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,23 @@
+# The scale scenario's plot: claims Available over time, one line per run, drawn by
+# test/scaleplot (its own Go module, so the plotting library is no dependency of the product)
+# from the CSVs `make e2e-scale` writes. Included from the top-level Makefile; `make test`
+# runs scaleplot-test.
+#
+#   make scale-plot                     every _output/e2e/scale/claims-<n>.csv into the PNG
+#   make scale-plot SCALE_CSVS="a.csv b.csv" SCALE_PLOT=my.png
+
+SCALE_CSVS ?= $(sort $(wildcard $(E2E_OUTPUT)/scale/claims-*.csv))
+SCALE_PLOT ?= docs/images/scale-available.png
+
+## scale-plot: draw the scale runs' CSVs (docs/performance.md shows the result).
+.PHONY: scale-plot
+scale-plot:
+	@if [ -z "$(strip $(SCALE_CSVS))" ]; then echo "scale-plot: no CSVs in $(E2E_OUTPUT)/scale: run make e2e-scale first"; exit 1; fi
+	@mkdir -p $(dir $(abspath $(SCALE_PLOT)))
+	$(GO) -C test/scaleplot run . -o $(abspath $(SCALE_PLOT)) $(abspath $(SCALE_CSVS))
+
+## scaleplot-test: the plot's own tests.
+.PHONY: scaleplot-test
+scaleplot-test:
+	$(GO) -C test/scaleplot vet ./...
+	$(GO) -C test/scaleplot test -count=1 ./...

@@ -1,0 +1,111 @@
+// Command scaleplot draws the scale scenario's claims Available over time, one line per run,
+// from the CSVs TestScale writes (<output>/scale/claims-<n>.csv: claim, created_s,
+// available_s), into a PNG for docs/performance.md. It is its own module so that the
+// plotting library (gonum.org/v1/plot) stays out of the product's dependencies.
+//
+//	go run . -o scale.png claims-200.csv claims-1000.csv claims-3000.csv
+package main
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+func main() {
+	out := flag.String("o", "scale.png", "the PNG to write")
+	title := flag.String("title", "Claims Available after the first create", "the plot's title")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: scaleplot [-o file.png] claims-<n>.csv...")
+		os.Exit(2)
+	}
+	if err := draw(*out, *title, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "scaleplot:", err)
+		os.Exit(1)
+	}
+}
+
+// A run is one scale run: when each of its claims first became Available, in seconds after
+// the first create, in order.
+type run struct {
+	name      string
+	available []float64
+}
+
+// draw plots each CSV's claims Available over time as a step line into out.
+func draw(out, title string, files []string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds after the first create"
+	p.Y.Label.Text = "claims Available"
+	p.Legend.Top, p.Legend.Left = true, true
+	for i, f := range files {
+		r, err := read(f)
+		if err != nil {
+			return err
+		}
+		pts := make(plotter.XYs, 0, len(r.available)+1)
+		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		for j, s := range r.available {
+			pts = append(pts, plotter.XY{X: s, Y: float64(j + 1)})
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		l.StepStyle = plotter.PostStep
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(2)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (median %.0f s, p90 %.0f s)", r.name, quantile(r.available, 0.5), quantile(r.available, 0.9)), l)
+	}
+	p.Add(plotter.NewGrid())
+	return p.Save(8*vg.Inch, 5*vg.Inch, out)
+}
+
+// read reads a TestScale CSV; the run is named after its claim count.
+func read(file string) (run, error) {
+	f, err := os.Open(file) //nolint:gosec // a file the user names
+	if err != nil {
+		return run{}, err
+	}
+	defer f.Close() //nolint:errcheck // read only
+	return parse(filepath.Base(file), f)
+}
+
+func parse(file string, r io.Reader) (run, error) {
+	rows, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return run{}, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(rows) < 2 || strings.Join(rows[0], ",") != "claim,created_s,available_s" {
+		return run{}, fmt.Errorf("%s: want the header claim,created_s,available_s and at least one claim", file)
+	}
+	out := run{name: fmt.Sprintf("%d claims", len(rows)-1)}
+	for i, row := range rows[1:] {
+		v, err := strconv.ParseFloat(row[2], 64)
+		if err != nil || v < 0 {
+			return run{}, fmt.Errorf("%s: line %d: available_s %q is not a number of seconds", file, i+2, row[2])
+		}
+		out.available = append(out.available, v)
+	}
+	sort.Float64s(out.available)
+	return out, nil
+}
+
+// quantile is the q-quantile of sorted values, nearest rank, as TestScale reports it.
+func quantile(sorted []float64, q float64) float64 {
+	return sorted[int(float64(len(sorted))*q)]
+}
