@@ -229,8 +229,6 @@ func reportRequests(t *testing.T, n int, from, to time.Time) {
 		t.Log("API server requests by client: not counted; set E2E_AUDIT=1 for the API server's audit log")
 		return
 	}
-	// The batch backend flushes at least once a second.
-	time.Sleep(2 * time.Second)
 	f, err := os.Open(path) //nolint:gosec // the suite's own log
 	if err != nil {
 		t.Error(err)
