@@ -23,6 +23,9 @@ E2E_SCALE_CLAIMS ?= 200
 # E2E_AUDIT=1 makes the API server write an audit log (logs/audit.log), from which the scale
 # scenario reports who sent which requests; it costs the API server some CPU.
 E2E_AUDIT ?=
+# E2E_CROSSPLANE_ARGS adds flags to `crossplane core start`, e.g. "--max-reconcile-rate=20"
+# or "--enable-function-response-cache" (what docs/performance.md measured them to do).
+E2E_CROSSPLANE_ARGS ?=
 # E2E_PROVIDER_LOAD=1 adds the provider's load scenario (TestProviderLoad, minutes).
 E2E_PROVIDER_LOAD ?=
 E2E_PROVIDER_INSTANCES ?= 500
@@ -103,6 +106,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 	@rc=0; start=$$(date +%s); \
 	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
 		E2E_SCALE=$(E2E_SCALE) E2E_SCALE_CLAIMS=$(E2E_SCALE_CLAIMS) E2E_AUDIT=$(E2E_AUDIT) \
+		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \

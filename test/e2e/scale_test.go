@@ -49,6 +49,7 @@ func TestScale(t *testing.T) {
 	n := optIn(t, "E2E_SCALE", "make e2e-scale) to create 200 claims at once", "E2E_SCALE_CLAIMS", 200, 1)
 	ctx := context.Background()
 	ns := newNamespace(t, "scale")
+	t.Logf("Crossplane flags beyond the suite's: %q (E2E_CROSSPLANE_ARGS)", env.CrossplaneArgs)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("cache-%03d", i)

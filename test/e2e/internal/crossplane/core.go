@@ -45,7 +45,11 @@ type CoreOptions struct {
 	WorkDir, LogDir string
 	// Debug makes Crossplane log every reconcile: verbose, and what one wants after a failure.
 	Debug bool
-	PIDs  *proc.PIDFile
+	// Args are more `crossplane core start` flags, last, so that they win over the suite's:
+	// how a scale run tries what a platform would set (--max-reconcile-rate,
+	// --enable-function-response-cache).
+	Args []string
+	PIDs *proc.PIDFile
 }
 
 // Core is a running Crossplane.
@@ -99,6 +103,7 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 	if o.Debug {
 		args = append([]string{"--debug"}, args...)
 	}
+	args = append(args, o.Args...)
 	if err := os.MkdirAll(filepath.Join(o.WorkDir, "xpkg-cache"), 0o755); err != nil {
 		return nil, errors.Wrap(err, "cannot create the package cache")
 	}

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +61,8 @@ type Options struct {
 	Nodes int
 	// CrossplaneDebug makes Crossplane log at debug level.
 	CrossplaneDebug bool
+	// CrossplaneArgs are more flags for `crossplane core start`.
+	CrossplaneArgs []string
 	// Node runs the node lane: a real node beside the fake ones, the lane's images, and the
 	// function as a pod on it (see node.go).
 	Node bool
@@ -69,7 +72,8 @@ type Options struct {
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
 // E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on),
-// E2E_NODE (anything but "off" means on) and E2E_AUDIT (anything means on), as
+// E2E_CROSSPLANE_ARGS (more flags for Crossplane, space-separated), E2E_NODE (anything but
+// "off" means on) and E2E_AUDIT (anything means on), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
 // (test/e2e).
 func OptionsFromEnv() Options {
@@ -90,6 +94,7 @@ func OptionsFromEnv() Options {
 		RepoRoot:        root,
 		Nodes:           3,
 		CrossplaneDebug: os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
+		CrossplaneArgs:  strings.Fields(os.Getenv("E2E_CROSSPLANE_ARGS")),
 		Node:            os.Getenv("E2E_NODE") != "off",
 		Audit:           os.Getenv("E2E_AUDIT") != "",
 	}
@@ -270,6 +275,7 @@ func (e *Env) startCrossplane(ctx context.Context) (err error) {
 		WorkDir:        e.WorkDir,
 		LogDir:         e.LogDir,
 		Debug:          e.CrossplaneDebug,
+		Args:           e.CrossplaneArgs,
 		PIDs:           e.PIDs,
 	})
 	return err
