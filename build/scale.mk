@@ -3,10 +3,10 @@
 # from the CSVs `make e2e-scale` writes. Included from the top-level Makefile; `make test`
 # runs scaleplot-test.
 #
-#   make scale-plot                     every _output/e2e/scale/claims-<n>.csv into the PNG
+#   make scale-plot                     every _output/e2e/scale/<kind>-<n>.csv into the PNG
 #   make scale-plot SCALE_CSVS="a.csv b.csv" SCALE_PLOT=my.png
 
-SCALE_CSVS ?= $(sort $(wildcard $(E2E_OUTPUT)/scale/claims-*.csv))
+SCALE_CSVS ?= $(sort $(wildcard $(E2E_OUTPUT)/scale/*.csv))
 SCALE_PLOT ?= docs/images/scale-available.png
 
 ## scale-plot: draw the scale runs' CSVs (docs/performance.md shows the result).

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -49,7 +50,8 @@ func TestScale(t *testing.T) {
 	n := optIn(t, "E2E_SCALE", "make e2e-scale) to create 200 claims at once", "E2E_SCALE_CLAIMS", 200, 1)
 	ctx := context.Background()
 	ns := newNamespace(t, "scale")
-	t.Logf("Crossplane flags beyond the suite's: %q (E2E_CROSSPLANE_ARGS)", env.CrossplaneArgs)
+	kind := scaleKindFromEnv(t)
+	t.Logf("%s; Crossplane flags beyond the suite's: %q (E2E_CROSSPLANE_ARGS)", kind.what, env.CrossplaneArgs)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("cache-%03d", i)
@@ -70,7 +72,7 @@ func TestScale(t *testing.T) {
 	var createdMu sync.Mutex
 	start := time.Now()
 	inParallel(t, names, func(name string) error {
-		_, err := env.Kube.Apply(ctx, newClaim(ns, name, 1))
+		_, err := env.Kube.Apply(ctx, kind.object(ns, name))
 		createdMu.Lock()
 		createdAt[name] = time.Since(start)
 		createdMu.Unlock()
@@ -78,7 +80,7 @@ func TestScale(t *testing.T) {
 	})
 	created := time.Since(start)
 
-	claims, err := env.Kube.Resource(claimGVK, ns)
+	claims, err := env.Kube.Resource(kind.gvk, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +153,8 @@ func TestScale(t *testing.T) {
 	calls := calls1 - calls0
 	cpu := (cpu1 - cpu0).Seconds()
 	firsts := slices.Sorted(maps.Values(firstAvailable))
-	t.Logf("%d claims (size 1): created in %.1fs, all Available %.1fs after the first create; each first Available after: median %.1fs, 90th percentile %.1fs",
-		n, created.Seconds(), wall.Seconds(), firsts[len(firsts)/2].Seconds(), firsts[len(firsts)*9/10].Seconds())
+	t.Logf("%d %s (size 1): created in %.1fs, all Available %.1fs after the first create; each first Available after: median %.1fs, 90th percentile %.1fs",
+		n, kind.plural, created.Seconds(), wall.Seconds(), firsts[len(firsts)/2].Seconds(), firsts[len(firsts)*9/10].Seconds())
 	if len(relapses) > 0 {
 		t.Logf("%d times a claim stopped being Available before all were; the first ones:\n%s", len(relapses), strings.Join(relapses[:min(len(relapses), 10)], "\n"))
 	}
@@ -163,7 +165,7 @@ func TestScale(t *testing.T) {
 		others = append(others, fmt.Sprintf("%s %.1f", name, (all1[name]-all0[name]).Seconds()))
 	}
 	t.Logf("CPU seconds over the same time: %s", strings.Join(others, ", "))
-	if err := writeScaleCSV(n, names, createdAt, firstAvailable); err != nil {
+	if err := writeScaleCSV(kind.file, n, names, createdAt, firstAvailable); err != nil {
 		t.Error(err)
 	}
 	reportRequests(t, n, start, start.Add(wall))
@@ -203,8 +205,8 @@ func TestScale(t *testing.T) {
 }
 
 // writeScaleCSV writes, for `make scale-plot`, each claim's create and first-Available times
-// in seconds after the first create to <output>/scale/claims-<n>.csv, sorted by the latter.
-func writeScaleCSV(n int, names []string, created, available map[string]time.Duration) error {
+// in seconds after the first create to <output>/scale/<prefix>-<n>.csv, sorted by the latter.
+func writeScaleCSV(prefix string, n int, names []string, created, available map[string]time.Duration) error {
 	dir := filepath.Join(env.OutputDir, "scale")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the scale output directory")
@@ -216,7 +218,7 @@ func writeScaleCSV(n int, names []string, created, available map[string]time.Dur
 	for _, name := range sorted {
 		fmt.Fprintf(&b, "%s,%.3f,%.3f\n", name, created[name].Seconds(), available[name].Seconds())
 	}
-	p := filepath.Join(dir, fmt.Sprintf("claims-%d.csv", n))
+	p := filepath.Join(dir, fmt.Sprintf("%s-%d.csv", prefix, n))
 	return errors.Wrapf(os.WriteFile(p, []byte(b.String()), 0o600), "cannot write %s", p)
 }
 
@@ -258,6 +260,50 @@ func reportRequests(t *testing.T, n int, from, to time.Time) {
 		reads = append(reads, fmt.Sprintf("%s %.2f", k, per(byClient[k])))
 	}
 	t.Logf("API server requests per claim by client and verb: %s", strings.Join(reads, ", "))
+}
+
+// A scaleKind is what TestScale creates: claims of the example Composition, or v2 namespaced
+// XRs composed with the same Input (auth, NetworkPolicy), which have no claim for Crossplane
+// to keep in sync.
+type scaleKind struct {
+	what, plural, file string
+	gvk                schema.GroupVersionKind
+	object             func(namespace, name string) *unstructured.Unstructured
+}
+
+// scaleKindFromEnv reads E2E_SCALE_KIND: claim (the default) or namespaced. For namespaced
+// it applies a Composition of the namespaced XR with example/composition.yaml's Input.
+func scaleKindFromEnv(t *testing.T) scaleKind {
+	t.Helper()
+	switch k := os.Getenv("E2E_SCALE_KIND"); k {
+	case "", "claim":
+		return scaleKind{what: "claims of example/composition.yaml", plural: "claims", file: "claims", gvk: claimGVK,
+			object: func(ns, name string) *unstructured.Unstructured { return newClaim(ns, name, 1) }}
+	case "namespaced":
+		legacy := exampleObject(t, "composition.yaml", "")
+		comp := exampleObject(t, "namespaced/composition.yaml", "")
+		input, found, err := unstructured.NestedFieldCopy(legacy.Object, "spec", "pipeline")
+		if err != nil || !found {
+			t.Fatalf("example/composition.yaml has no pipeline: %v", err)
+		}
+		comp.SetName("scale." + comp.GetName())
+		if err := unstructured.SetNestedField(comp.Object, input, "spec", "pipeline"); err != nil {
+			t.Fatal(err)
+		}
+		apply(t, comp)
+		return scaleKind{what: "v2 namespaced XRs composed with example/composition.yaml's pipeline", plural: "namespaced XRs", file: "namespaced", gvk: namespacedGVK,
+			object: func(ns, name string) *unstructured.Unstructured {
+				return &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": namespacedGVK.GroupVersion().String(), "kind": namespacedGVK.Kind,
+					"metadata": map[string]any{"name": name, "namespace": ns},
+					"spec": map[string]any{"size": int64(1),
+						"crossplane": map[string]any{"compositionRef": map[string]any{"name": comp.GetName()}}},
+				}}
+			}}
+	default:
+		t.Fatalf("E2E_SCALE_KIND=%q: want claim or namespaced", k)
+		return scaleKind{}
+	}
 }
 
 // cpuTimes returns the CPU time each running process has used, by name.

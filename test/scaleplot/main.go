@@ -1,6 +1,6 @@
 // Command scaleplot draws the scale scenario's claims Available over time, one line per run,
-// from the CSVs TestScale writes (<output>/scale/claims-<n>.csv: claim, created_s,
-// available_s), into a PNG for docs/performance.md. It is its own module so that the
+// from the CSVs TestScale writes (<output>/scale/claims-<n>.csv or namespaced-<n>.csv: claim,
+// created_s, available_s), into a PNG for docs/performance.md. It is its own module so that the
 // plotting library (gonum.org/v1/plot) stays out of the product's dependencies.
 //
 //	go run . -o scale.png claims-200.csv claims-1000.csv claims-3000.csv
@@ -75,7 +75,8 @@ func draw(out, title string, files []string) error {
 	return p.Save(8*vg.Inch, 5*vg.Inch, out)
 }
 
-// read reads a TestScale CSV; the run is named after its claim count.
+// read reads a TestScale CSV; the run is named after its count and kind: claims-<n>.csv
+// holds claims, namespaced-<n>.csv v2 namespaced XRs.
 func read(file string) (run, error) {
 	f, err := os.Open(file) //nolint:gosec // a file the user names
 	if err != nil {
@@ -93,7 +94,11 @@ func parse(file string, r io.Reader) (run, error) {
 	if len(rows) < 2 || strings.Join(rows[0], ",") != "claim,created_s,available_s" {
 		return run{}, fmt.Errorf("%s: want the header claim,created_s,available_s and at least one claim", file)
 	}
-	out := run{name: fmt.Sprintf("%d claims", len(rows)-1)}
+	what := "claims"
+	if strings.HasPrefix(file, "namespaced-") {
+		what = "namespaced XRs"
+	}
+	out := run{name: fmt.Sprintf("%d %s", len(rows)-1, what)}
 	for i, row := range rows[1:] {
 		v, err := strconv.ParseFloat(row[2], 64)
 		if err != nil || v < 0 {

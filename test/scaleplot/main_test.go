@@ -18,9 +18,16 @@ func TestParse(t *testing.T) {
 	}
 	cases := map[string]struct {
 		reason string
+		file   string
 		csv    string
 		want   want
 	}{
+		"Namespaced": {
+			reason: "A run of namespaced XRs says so in its name.",
+			file:   "namespaced-1.csv",
+			csv:    "claim,created_s,available_s\na,0.1,2\n",
+			want:   want{run: run{name: "1 namespaced XRs", available: []float64{2}}},
+		},
 		"Sorted": {
 			reason: "A run's claims are sorted by when they became Available, and it is named after its claim count.",
 			csv:    "claim,created_s,available_s\nb,0.1,9\na,0.2,3.5\n",
@@ -39,7 +46,11 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := parse("claims.csv", strings.NewReader(tc.csv))
+			file := tc.file
+			if file == "" {
+				file = "claims-2.csv"
+			}
+			got, err := parse(file, strings.NewReader(tc.csv))
 			if tc.want.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want.err) {
 					t.Fatalf("%s\nparse(...) error = %v, want one containing %q", tc.reason, err, tc.want.err)
