@@ -29,6 +29,8 @@ E2E_CROSSPLANE_ARGS ?=
 # E2E_SCALE_KIND=namespaced makes the scale scenario create v2 namespaced XRs (no claims),
 # composed with the example Composition's Input, instead of claims.
 E2E_SCALE_KIND ?= claim
+# E2E_SCALE_REST=10m makes it wait that long once all are Available and report the cost at rest.
+E2E_SCALE_REST ?=
 # E2E_PROVIDER_LOAD=1 adds the provider's load scenario (TestProviderLoad, minutes).
 E2E_PROVIDER_LOAD ?=
 E2E_PROVIDER_INSTANCES ?= 500
@@ -109,7 +111,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 	@rc=0; start=$$(date +%s); \
 	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
 		E2E_SCALE=$(E2E_SCALE) E2E_SCALE_CLAIMS=$(E2E_SCALE_CLAIMS) E2E_AUDIT=$(E2E_AUDIT) \
-		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) \
+		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \

@@ -39,7 +39,8 @@ const scaleTimeout = 15 * time.Minute
 // what the function spent on each reconcile: its CPU time (user + system, from /proc) over
 // the RunFunction calls it answered (its gRPC metrics), both counted from just before the
 // first create until every claim is Available; with E2E_AUDIT=1, who sent the API server
-// which requests over that time, per claim. Each claim's create and first-Available times go
+// which requests over that time, per claim; with E2E_SCALE_REST=10m, what the claims cost
+// per minute once all are Available and nothing changes. Each claim's create and first-Available times go
 // to <output>/scale/claims-<n>.csv, which `make scale-plot` draws. Then it deletes the claims
 // and waits until they, their XRs and their Deployments are gone.
 //
@@ -169,6 +170,7 @@ func TestScale(t *testing.T) {
 		t.Error(err)
 	}
 	reportRequests(t, n, start, start.Add(wall))
+	atRest(ctx, t, n)
 
 	deployments, err := env.Kube.Resource(deploymentGVK, ns)
 	if err != nil {
@@ -260,6 +262,41 @@ func reportRequests(t *testing.T, n int, from, to time.Time) {
 		reads = append(reads, fmt.Sprintf("%s %.2f", k, per(byClient[k])))
 	}
 	t.Logf("API server requests per claim by client and verb: %s", strings.Join(reads, ", "))
+}
+
+// atRest waits E2E_SCALE_REST (a duration, default none) with nothing changing, then logs
+// what keeping n Available claims costs per claim per minute: RunFunction calls, each
+// process's CPU and, with E2E_AUDIT=1, the API server's requests.
+func atRest(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	v := os.Getenv("E2E_SCALE_REST")
+	if v == "" {
+		return
+	}
+	rest, err := time.ParseDuration(v)
+	if err != nil || rest < time.Minute {
+		t.Fatalf("E2E_SCALE_REST=%q: want a duration of at least 1m", v)
+	}
+	calls0, err := env.Function.RunFunctionCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu0 := cpuTimes(env.Processes())
+	from := time.Now()
+	time.Sleep(rest)
+	calls1, err := env.Function.RunFunctionCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu1 := cpuTimes(env.Processes())
+	perClaimMinute := func(x float64) float64 { return x / float64(n) / rest.Minutes() }
+	var cpu []string
+	for _, name := range slices.Sorted(maps.Keys(cpu1)) {
+		cpu = append(cpu, fmt.Sprintf("%s %.2f", name, 1000*perClaimMinute((cpu1[name]-cpu0[name]).Seconds())))
+	}
+	t.Logf("at rest for %s: %.3f RunFunction calls per claim per minute; CPU milliseconds per claim per minute: %s",
+		rest, perClaimMinute(float64(calls1-calls0)), strings.Join(cpu, ", "))
+	reportRequests(t, n, from, time.Now())
 }
 
 // A scaleKind is what TestScale creates: claims of the example Composition, or v2 namespaced
