@@ -203,7 +203,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d claims deleted: claims and Deployments gone %.1fs after the delete", n, time.Since(start).Seconds())
+	t.Logf("%d %s deleted: they and their Deployments gone %.1fs after the delete", n, kind.plural, time.Since(start).Seconds())
 }
 
 // writeScaleCSV writes, for `make scale-plot`, each claim's create and first-Available times
