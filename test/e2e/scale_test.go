@@ -282,15 +282,23 @@ func atRest(ctx context.Context, t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	cpu0 := cpuTimes(env.Processes())
+	fn0, err := env.Function.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
 	from := time.Now()
 	time.Sleep(rest)
+	fn1, err := env.Function.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
 	calls1, err := env.Function.RunFunctionCalls(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cpu1 := cpuTimes(env.Processes())
 	perClaimMinute := func(x float64) float64 { return x / float64(n) / rest.Minutes() }
-	var cpu []string
+	cpu := []string{fmt.Sprintf("function %.2f", 1000*perClaimMinute((fn1-fn0).Seconds()))}
 	for _, name := range slices.Sorted(maps.Keys(cpu1)) {
 		cpu = append(cpu, fmt.Sprintf("%s %.2f", name, 1000*perClaimMinute((cpu1[name]-cpu0[name]).Seconds())))
 	}

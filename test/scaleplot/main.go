@@ -76,7 +76,7 @@ func draw(out, title string, files []string) error {
 }
 
 // read reads a TestScale CSV; the run is named after its count and kind: claims-<n>.csv
-// holds claims, namespaced-<n>.csv v2 namespaced XRs.
+// holds claims, namespaced-<n>.csv v2 namespaced XRs; anything after <n> is a note on the run.
 func read(file string) (run, error) {
 	f, err := os.Open(file) //nolint:gosec // a file the user names
 	if err != nil {
@@ -99,6 +99,10 @@ func parse(file string, r io.Reader) (run, error) {
 		what = "namespaced XRs"
 	}
 	out := run{name: fmt.Sprintf("%d %s", len(rows)-1, what)}
+	// A suffix after the count says what the run changed: claims-1000-max-reconcile-rate-10.csv.
+	if parts := strings.SplitN(strings.TrimSuffix(file, ".csv"), "-", 3); len(parts) == 3 {
+		out.name += ", " + strings.ReplaceAll(parts[2], "-", " ")
+	}
 	for i, row := range rows[1:] {
 		v, err := strconv.ParseFloat(row[2], 64)
 		if err != nil || v < 0 {

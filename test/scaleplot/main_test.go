@@ -33,6 +33,12 @@ func TestParse(t *testing.T) {
 			csv:    "claim,created_s,available_s\nb,0.1,9\na,0.2,3.5\n",
 			want:   want{run: run{name: "2 claims", available: []float64{3.5, 9}}},
 		},
+		"Note": {
+			reason: "What follows the count in the file's name says what the run changed.",
+			file:   "claims-1-max-reconcile-rate-10.csv",
+			csv:    "claim,created_s,available_s\na,0.1,2\n",
+			want:   want{run: run{name: "1 claims, max reconcile rate 10", available: []float64{2}}},
+		},
 		"NoHeader": {
 			reason: "A CSV that is not TestScale's says so instead of drawing nonsense.",
 			csv:    "a,0.1,3\n",
