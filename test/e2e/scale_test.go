@@ -58,15 +58,7 @@ func TestScale(t *testing.T) {
 		names[i] = fmt.Sprintf("cache-%03d", i)
 	}
 
-	cpu0, err := env.Function.CPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls0, err := env.Function.RunFunctionCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all0 := cpuTimes(env.Processes())
+	before := snapshot(ctx, t)
 
 	// Create every claim at once: 20 clients in parallel.
 	createdAt := map[string]time.Duration{}
@@ -141,18 +133,10 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	wall := time.Since(start)
-	cpu1, err := env.Function.CPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls1, err := env.Function.RunFunctionCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all1 := cpuTimes(env.Processes())
+	after := snapshot(ctx, t)
 
-	calls := calls1 - calls0
-	cpu := (cpu1 - cpu0).Seconds()
+	calls := after.calls - before.calls
+	cpu := (after.function - before.function).Seconds()
 	firsts := slices.Sorted(maps.Values(firstAvailable))
 	t.Logf("%d %s (size 1): created in %.1fs, all Available %.1fs after the first create; each first Available after: median %.1fs, 90th percentile %.1fs",
 		n, kind.plural, created.Seconds(), wall.Seconds(), firsts[len(firsts)/2].Seconds(), firsts[len(firsts)*9/10].Seconds())
@@ -162,8 +146,8 @@ func TestScale(t *testing.T) {
 	t.Logf("function: %d RunFunction calls (%.1f per claim), %.2f CPU seconds, %.2f ms CPU per call",
 		calls, float64(calls)/float64(n), cpu, 1000*cpu/float64(max(calls, 1)))
 	var others []string
-	for _, name := range slices.Sorted(maps.Keys(all1)) {
-		others = append(others, fmt.Sprintf("%s %.1f", name, (all1[name]-all0[name]).Seconds()))
+	for _, name := range slices.Sorted(maps.Keys(after.processes)) {
+		others = append(others, fmt.Sprintf("%s %.1f", name, (after.processes[name]-before.processes[name]).Seconds()))
 	}
 	t.Logf("CPU seconds over the same time: %s", strings.Join(others, ", "))
 	if err := writeScaleCSV(kind.file, n, names, createdAt, firstAvailable); err != nil {
@@ -277,33 +261,17 @@ func atRest(ctx context.Context, t *testing.T, n int) {
 	if err != nil || rest < time.Minute {
 		t.Fatalf("E2E_SCALE_REST=%q: want a duration of at least 1m", v)
 	}
-	calls0, err := env.Function.RunFunctionCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu0 := cpuTimes(env.Processes())
-	fn0, err := env.Function.CPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := snapshot(ctx, t)
 	from := time.Now()
 	time.Sleep(rest)
-	fn1, err := env.Function.CPUTime()
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls1, err := env.Function.RunFunctionCalls(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpu1 := cpuTimes(env.Processes())
+	after := snapshot(ctx, t)
 	perClaimMinute := func(x float64) float64 { return x / float64(n) / rest.Minutes() }
-	cpu := []string{fmt.Sprintf("function %.2f", 1000*perClaimMinute((fn1-fn0).Seconds()))}
-	for _, name := range slices.Sorted(maps.Keys(cpu1)) {
-		cpu = append(cpu, fmt.Sprintf("%s %.2f", name, 1000*perClaimMinute((cpu1[name]-cpu0[name]).Seconds())))
+	cpu := []string{fmt.Sprintf("function %.2f", 1000*perClaimMinute((after.function-before.function).Seconds()))}
+	for _, name := range slices.Sorted(maps.Keys(after.processes)) {
+		cpu = append(cpu, fmt.Sprintf("%s %.2f", name, 1000*perClaimMinute((after.processes[name]-before.processes[name]).Seconds())))
 	}
 	t.Logf("at rest for %s: %.3f RunFunction calls per claim per minute; CPU milliseconds per claim per minute: %s",
-		rest, perClaimMinute(float64(calls1-calls0)), strings.Join(cpu, ", "))
+		rest, perClaimMinute(float64(after.calls-before.calls)), strings.Join(cpu, ", "))
 	reportRequests(t, n, from, time.Now())
 }
 
@@ -349,6 +317,27 @@ func scaleKindFromEnv(t *testing.T) scaleKind {
 		t.Fatalf("E2E_SCALE_KIND=%q: want claim or namespaced", k)
 		return scaleKind{}
 	}
+}
+
+// costs is what the control plane has spent so far: the function's CPU time and RunFunction
+// calls, and every other process's CPU time by name.
+type costs struct {
+	function  time.Duration
+	calls     int64
+	processes map[string]time.Duration
+}
+
+func snapshot(ctx context.Context, t *testing.T) costs {
+	t.Helper()
+	fn, err := env.Function.CPUTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, err := env.Function.RunFunctionCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return costs{function: fn, calls: calls, processes: cpuTimes(env.Processes())}
 }
 
 // cpuTimes returns the CPU time each running process has used, by name.
