@@ -23,8 +23,8 @@ E2E_SCALE_CLAIMS ?= 200
 # E2E_AUDIT=1 makes the API server write an audit log (logs/audit.log), from which the scale
 # scenario reports who sent which requests; it costs the API server some CPU.
 E2E_AUDIT ?=
-# E2E_CROSSPLANE_ARGS adds flags to `crossplane core start`, e.g. "--max-reconcile-rate=20"
-# or "--enable-function-response-cache" (what docs/performance.md measured them to do).
+# E2E_CROSSPLANE_ARGS adds flags to `crossplane core start`, e.g. "--max-reconcile-rate=10"
+# or "--poll-interval=10m" (docs/performance.md says what they did at scale).
 E2E_CROSSPLANE_ARGS ?=
 # E2E_SCALE_KIND=namespaced makes the scale scenario create v2 namespaced XRs (no claims),
 # composed with the example Composition's Input, instead of claims.
