@@ -209,8 +209,8 @@ func writeScaleCSV(prefix string, n int, names []string, created, available map[
 }
 
 // reportRequests logs who sent the API server how many requests in [from, to), from its
-// audit log (E2E_AUDIT=1), per claim: the writes by client and resource, and the reads by
-// client. Without the audit log it says how to get one.
+// audit log (E2E_AUDIT=1), per claim: the writes by client, verb and resource, then every
+// request by client and verb. Without the audit log it says how to get one.
 func reportRequests(t *testing.T, n int, from, to time.Time) {
 	t.Helper()
 	path := env.AuditLog()
