@@ -107,3 +107,4 @@ include build/node.mk
 include build/provider.mk
 include build/monitoring.mk
 include build/scale.mk
+include build/cluster.mk

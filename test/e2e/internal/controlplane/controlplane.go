@@ -59,6 +59,39 @@ type Options struct {
 	// default rotates at 100 MB, a third of such a run). Empty turns auditing
 	// off: it costs the API server CPU the other scenarios need not pay.
 	AuditLog string
+	// Address is where the API servers listen and what the kubernetes Service's endpoint
+	// says; empty for 127.0.0.1. Pods on real nodes in network namespaces of their own reach
+	// it there (the production-shaped lane).
+	Address string
+	// ServiceCIDR is the Services' range; empty for ServiceCIDR.
+	ServiceCIDR string
+	// EndpointRouting makes the API server reach webhooks and aggregated APIs at their
+	// Services' endpoints (pod addresses) rather than their ClusterIPs, which only the
+	// nodes' kube-proxy serves: the API server runs on the host, not on a node.
+	EndpointRouting bool
+}
+
+// address is where the API servers listen.
+func (o Options) address() string {
+	if o.Address == "" {
+		return "127.0.0.1"
+	}
+	return o.Address
+}
+
+// serviceCIDR is the Services' range.
+func (o Options) serviceCIDR() string {
+	if o.ServiceCIDR == "" {
+		return ServiceCIDR
+	}
+	return o.ServiceCIDR
+}
+
+// KubernetesServiceIP is the ClusterIP of the kubernetes Service: the range's first address.
+func KubernetesServiceIP(cidr string) net.IP {
+	_, n, _ := net.ParseCIDR(cidr)
+	ip := n.IP.To4()
+	return net.IPv4(ip[0], ip[1], ip[2], ip[3]+1)
 }
 
 // auditPolicy logs every request once, when its response is complete, without bodies.
@@ -314,7 +347,7 @@ func (cp *ControlPlane) writeCertificates() error {
 	cp.CA = ca
 	serving, err := ca.Issue(pki.Request{
 		CommonName: "kube-apiserver",
-		IPs:        []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		IPs:        []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(cp.opts.address()), KubernetesServiceIP(cp.opts.serviceCIDR())},
 		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 	})
 	if err != nil {
@@ -383,7 +416,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 	if err != nil {
 		return nil, err
 	}
-	url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	url := "https://" + net.JoinHostPort(cp.opts.address(), strconv.Itoa(ports[0]))
 	kc, err := cp.writeKubeconfig(name, url)
 	if err != nil {
 		return nil, err
@@ -391,18 +424,18 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 	p, err := cp.startAs(name, "kube-apiserver", append([]string{
 		"--etcd-servers=" + cp.etcdURL,
 		"--etcd-prefix=" + etcdPrefix,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + cp.opts.address(),
+		"--advertise-address=" + cp.opts.address(),
 		"--secure-port=" + strconv.Itoa(ports[0]),
-		// The kubernetes Service's endpoints would be 127.0.0.1, which EndpointSlices reject.
-		"--endpoint-reconciler-type=none",
+		"--endpoint-reconciler-type=" + cp.endpointReconciler(),
+		"--enable-aggregator-routing=" + strconv.FormatBool(cp.opts.EndpointRouting),
 		"--tls-cert-file=" + cp.cert("apiserver.crt"),
 		"--tls-private-key-file=" + cp.cert("apiserver.key"),
 		"--client-ca-file=" + cp.cert("ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cp.cert("sa.pub"),
 		"--service-account-signing-key-file=" + cp.cert("sa.key"),
-		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--service-cluster-ip-range=" + cp.opts.serviceCIDR(),
 		"--authorization-mode=RBAC",
 		// PodSecurity is on by default; named so that the suite fails loudly if a default ever
 		// changes. PodNodeSelector and PodTolerationRestriction let a namespace's annotations
@@ -426,6 +459,15 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		return nil, errors.Wrap(err, "cannot load the kubeconfig")
 	}
 	return a, a.waitReady(ctx)
+}
+
+// endpointReconciler keeps the kubernetes Service's endpoints at the API server's address,
+// but not for 127.0.0.1, which EndpointSlices reject.
+func (cp *ControlPlane) endpointReconciler() string {
+	if cp.opts.address() == "127.0.0.1" {
+		return "none"
+	}
+	return "lease"
 }
 
 func (a *APIServer) restart(ctx context.Context) error {

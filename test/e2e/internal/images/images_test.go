@@ -191,3 +191,48 @@ func TestVersion(t *testing.T) {
 		t.Error("Version of a program printing nothing: got no error")
 	}
 }
+
+// Crossplane's image is laid out as the official one: the binary as the entrypoint, the CRDs
+// under /crds where `crossplane core init` reads them, the webhook configurations under
+// /webhookconfigurations, run as nonroot.
+func TestCrossplaneLayout(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "crossplane"), "binary")
+	write(filepath.Join(dir, "crds", "apiextensions.crossplane.io_compositions.yaml"), "crd")
+	write(filepath.Join(dir, "webhooks", "manifests.yaml"), "webhooks")
+	img, err := Crossplane(filepath.Join(dir, "crossplane"), filepath.Join(dir, "crds"), filepath.Join(dir, "webhooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries(t, img) {
+		if e.Type == tar.TypeReg {
+			files[e.Name] = e.Content
+		}
+	}
+	for name, want := range map[string]string{
+		"bin/crossplane": "binary",
+		"crds/apiextensions.crossplane.io_compositions.yaml": "crd",
+		"webhookconfigurations/manifests.yaml":               "webhooks",
+	} {
+		if files[name] != want {
+			t.Errorf("%s holds %q, want %q (files: %v)", name, files[name], want, files)
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "65532" || !cmp.Equal(cf.Config.Entrypoint, []string{"/bin/crossplane"}) {
+		t.Errorf("user %q entrypoint %q, want 65532 and /bin/crossplane", cf.Config.User, cf.Config.Entrypoint)
+	}
+}

@@ -10,8 +10,8 @@ const KubeletPort = 10250
 
 // containerdConfig is Debian's containerd 1.6 (config schema v2) with every path under dir:
 // the CRI plugin with runc and cgroupfs, the CNI network of cniConfig, and the suite's
-// registry as a plain-HTTP mirror of itself.
-func containerdConfig(dir, registry, pauseImage string) string {
+// registry: a plain-HTTP mirror of itself, or over TLS verified with the placement's CA.
+func containerdConfig(dir string, p placement, pauseImage string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -48,10 +48,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = %[7]q
     conf_dir = %[8]q
     max_conf_num = 1
-  # The suite's registry serves plain HTTP on 127.0.0.1; the mirror says so.
-  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%[9]q]
-    endpoint = [%[10]q]
-`,
+%[9]s`,
 		filepath.Join(dir, "containerd", "root"),
 		filepath.Join(dir, "containerd", "state"),
 		filepath.Join(dir, "containerd", "containerd.sock"),
@@ -60,15 +57,29 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		pauseImage,
 		CNIBinDir,
 		filepath.Join(dir, "cni", "net.d"),
-		registry,
-		"http://"+registry,
+		registryConfig(p),
 	)
 }
 
-// cniConfig attaches every pod to the node's bridge with an address of the node's subnet.
-// No gateway, no masquerading, no default route: a pod reaches the node and the other pods
-// and nothing else.
-func cniConfig(dir string) string {
+// registryConfig tells containerd how to reach the suite's registry.
+func registryConfig(p placement) string {
+	if p.registryCA != "" {
+		return fmt.Sprintf(`  # The suite's registry serves TLS with a certificate of the suite's own CA.
+  [plugins."io.containerd.grpc.v1.cri".registry.configs.%q.tls]
+    ca_file = %q
+`, p.registry, p.registryCA)
+	}
+	return fmt.Sprintf(`  # The suite's registry serves plain HTTP on 127.0.0.1; the mirror says so.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]
+    endpoint = [%q]
+`, p.registry, "http://"+p.registry)
+}
+
+// cniConfig attaches every pod to the placement's bridge with an address of its subnet. No
+// masquerading; without a gateway, no default route either: a pod reaches the node and the
+// other pods and nothing else. With one, the bridge holds the subnet's first address and
+// routes the pods' traffic through the node's network namespace.
+func cniConfig(dir string, p placement) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "e2e-node",
@@ -76,25 +87,25 @@ func cniConfig(dir string) string {
     {
       "type": "bridge",
       "bridge": %q,
-      "isGateway": false,
+      "isGateway": %t,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "ranges": [[{"subnet": %q, "rangeStart": "10.210.0.16", "rangeEnd": "10.210.0.254"}]],
+        "ranges": [[{"subnet": %q, "rangeStart": %q, "rangeEnd": %q}]],
         "dataDir": %q
       }
     }
   ]
 }
-`, Bridge, Subnet, filepath.Join(dir, "cni", "ipam"))
+`, p.bridge, p.gateway, p.subnet, p.rangeStart, p.rangeEnd, filepath.Join(dir, "cni", "ipam"))
 }
 
 // kubeletConfig is the kubelet's configuration: cgroupfs on this machine's cgroup v1
 // hierarchies (which Kubernetes 1.35 refuses unless failCgroupV1 is false), serving on the
-// node's address with client certificates and webhook authorization, registering tainted, and
-// writing pod logs beside the suite's other logs.
-func kubeletConfig(dir, logDir, socket string, healthzPort int) string {
+// node's address with client certificates and webhook authorization, registering tainted when
+// the placement says so, and writing pod logs beside the suite's other logs.
+func kubeletConfig(dir, logDir, socket string, p placement, healthzPort int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://%[1]s
@@ -118,9 +129,7 @@ authorization:
   mode: Webhook
 rotateCertificates: false
 serverTLSBootstrap: false
-registerWithTaints:
-- {key: %[8]s, value: "true", effect: NoSchedule}
-resolvConf: /etc/resolv.conf
+%[8]sresolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
 podLogsDir: %[9]s
 maxPods: 60
@@ -137,11 +146,32 @@ imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
-`,
+%[10]s`,
 		socket,
-		Address, KubeletPort, healthzPort,
+		p.address, KubeletPort, healthzPort,
 		filepath.Join(dir, "pki", "serving.crt"), filepath.Join(dir, "pki", "serving.key"), filepath.Join(dir, "pki", "ca.crt"),
-		TaintKey,
+		taints(p),
 		filepath.Join(logDir, "node-pods"),
+		clusterSettings(p),
 	)
+}
+
+func taints(p placement) string {
+	if !p.taint {
+		return ""
+	}
+	return "registerWithTaints:\n- {key: " + TaintKey + `, value: "true", effect: NoSchedule}` + "\n"
+}
+
+// clusterSettings are the cluster node's: its own cgroup root, so that two kubelets on one
+// machine keep to their own pods, and the cluster's DNS.
+func clusterSettings(p placement) string {
+	var s string
+	if p.cgroupRoot != "" {
+		s += "cgroupRoot: " + p.cgroupRoot + "\n"
+	}
+	if p.clusterDNS != "" {
+		s += "clusterDNS: [" + p.clusterDNS + "]\n"
+	}
+	return s
 }

@@ -99,8 +99,14 @@ var iptablesTables = []string{"filter", "nat", "mangle"}
 // <dir>/state.json before the first change, so that Down can undo exactly what the node did,
 // also from another process after a crash.
 type hostState struct {
+	// Bridge is the host's bridge the node made (the lane's, or the cluster's), deleted by Down.
 	Dir, LogDir, Bridge string
-	Sysctls             map[string]string
+	// OwnNetns are the network namespaces the nodes run in (a cluster's), deleted by Down.
+	OwnNetns []string
+	// CgroupRoots are the nodes' top cgroups relative to each hierarchy (kubepods for the
+	// lane's node).
+	CgroupRoots []string
+	Sysctls     map[string]string
 	// Chains lists, per "iptables/filter" and so on, the chains that already existed.
 	Chains map[string][]string
 	// Netns lists /run/netns's entries before.
@@ -117,8 +123,9 @@ type hostState struct {
 // suite when it is still there.
 func StatePath(dir string) string { return filepath.Join(dir, "state.json") }
 
-func snapshot(dir, logDir string) (_ *hostState, err error) {
-	s := &hostState{Dir: dir, LogDir: logDir, Bridge: Bridge, Sysctls: map[string]string{}, Chains: map[string][]string{}, Existed: map[string]bool{}, Started: time.Now()}
+func snapshot(dir, logDir, bridge string, ownNetns, cgroupRoots []string) (_ *hostState, err error) {
+	s := &hostState{Dir: dir, LogDir: logDir, Bridge: bridge, OwnNetns: ownNetns, CgroupRoots: cgroupRoots,
+		Sysctls: map[string]string{}, Chains: map[string][]string{}, Existed: map[string]bool{}, Started: time.Now()}
 	for _, k := range sysctls {
 		b, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err != nil {
@@ -139,7 +146,7 @@ func snapshot(dir, logDir string) (_ *hostState, err error) {
 	if s.IPSets, err = ipsetNames(); err != nil {
 		return nil, err
 	}
-	for _, d := range append(append([]string{}, fixedDirs...), kubepodsCgroups()...) {
+	for _, d := range append(append([]string{}, fixedDirs...), s.cgroups()...) {
 		_, err := os.Lstat(d)
 		s.Existed[d] = err == nil
 	}
@@ -150,11 +157,17 @@ func snapshot(dir, logDir string) (_ *hostState, err error) {
 	return s, errors.Wrap(os.WriteFile(StatePath(dir), b, 0o600), "cannot record the host's state")
 }
 
-// kubepodsCgroups are the kubelet's top cgroup in every v1 hierarchy (and the v2 one).
-func kubepodsCgroups() []string {
+// cgroups are the nodes' top cgroups in every v1 hierarchy (and the v2 one).
+func (s *hostState) cgroups() []string {
+	roots := s.CgroupRoots
+	if len(roots) == 0 {
+		roots = []string{"kubepods"}
+	}
 	var out []string
 	for _, h := range dirEntries("/sys/fs/cgroup") {
-		out = append(out, filepath.Join("/sys/fs/cgroup", h, "kubepods"))
+		for _, r := range roots {
+			out = append(out, filepath.Join("/sys/fs/cgroup", h, r))
+		}
 	}
 	return out
 }
@@ -215,7 +228,12 @@ func Down(dir string) error {
 	fail(killLeftovers(s))
 	fail(unmountUnder(s))
 	fail(removeNetns(s))
-	if _, err := os.Stat("/sys/class/net/" + s.Bridge); err == nil {
+	for _, n := range s.OwnNetns {
+		if _, err := os.Stat(filepath.Join("/run/netns", n)); err == nil {
+			fail(run("ip", "netns", "del", n))
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/" + s.Bridge); s.Bridge != "" && err == nil {
 		fail(run("ip", "link", "del", s.Bridge))
 	}
 	fail(removeChains(s))
@@ -260,7 +278,7 @@ var nodePrograms = []string{"containerd", "containerd-shim-runc-v2", "kubelet"}
 
 func leftoverPIDs(s *hostState) []int {
 	seen := map[int]bool{}
-	for _, cg := range kubepodsCgroups() {
+	for _, cg := range s.cgroups() {
 		if s.Existed[cg] {
 			continue
 		}
@@ -514,7 +532,7 @@ func removeIPSets(before []string, match func(set string) bool) error {
 // removeCgroups removes, deepest first, the kubelet's cgroup trees that did not exist before.
 func removeCgroups(s *hostState) error {
 	var errs []string
-	for _, cg := range kubepodsCgroups() {
+	for _, cg := range s.cgroups() {
 		if s.Existed[cg] {
 			continue
 		}

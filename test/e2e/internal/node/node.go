@@ -85,6 +85,7 @@ type Options struct {
 // A Node is a running real node.
 type Node struct {
 	opts       Options
+	p          placement
 	Containerd *proc.Process
 	Kubelet    *proc.Process
 	// Socket is containerd's socket.
@@ -118,10 +119,10 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	if err := checkSubnetFree(); err != nil {
 		return nil, err
 	}
-	if _, err := snapshot(o.Dir, o.LogDir); err != nil {
+	if _, err := snapshot(o.Dir, o.LogDir, Bridge, nil, lanePlacement("").cgroupRoots()); err != nil {
 		return nil, err
 	}
-	n = &Node{opts: o, Socket: filepath.Join(o.Dir, "containerd", "containerd.sock")}
+	n = &Node{opts: o, p: lanePlacement(o.Registry), Socket: filepath.Join(o.Dir, "containerd", "containerd.sock")}
 	defer func() {
 		if err != nil {
 			_ = n.Stop()
@@ -191,11 +192,11 @@ func (n *Node) path(p ...string) string { return filepath.Join(append([]string{n
 // writeFiles writes the kubelet's certificates and kubeconfig, and the configuration of
 // containerd, the CNI network and the kubelet.
 func (n *Node) writeFiles() error {
-	client, err := n.opts.CA.Issue(pki.Request{CommonName: "system:node:" + Name, Organization: []string{"system:nodes"}})
+	client, err := n.opts.CA.Issue(pki.Request{CommonName: "system:node:" + n.p.name, Organization: []string{"system:nodes"}})
 	if err != nil {
 		return err
 	}
-	serving, err := n.opts.CA.Issue(pki.Request{CommonName: "system:node:" + Name, IPs: []net.IP{net.ParseIP(Address), net.ParseIP("127.0.0.1")}, DNSNames: []string{Name}})
+	serving, err := n.opts.CA.Issue(pki.Request{CommonName: "system:node:" + n.p.name, IPs: []net.IP{net.ParseIP(n.p.address), net.ParseIP("127.0.0.1")}, DNSNames: []string{n.p.name}})
 	if err != nil {
 		return err
 	}
@@ -218,9 +219,9 @@ func (n *Node) writeFiles() error {
 		return err
 	}
 	files := map[string]string{
-		n.path("containerd", "config.toml"):       containerdConfig(n.opts.Dir, n.opts.Registry, n.opts.PauseImage),
-		n.path("cni", "net.d", "10-e2e.conflist"): cniConfig(n.opts.Dir),
-		n.path("kubelet", "config.yaml"):          kubeletConfig(n.opts.Dir, n.opts.LogDir, n.Socket, ports[0]),
+		n.path("containerd", "config.toml"):       containerdConfig(n.opts.Dir, n.p, n.opts.PauseImage),
+		n.path("cni", "net.d", "10-e2e.conflist"): cniConfig(n.opts.Dir, n.p),
+		n.path("kubelet", "config.yaml"):          kubeletConfig(n.opts.Dir, n.opts.LogDir, n.Socket, n.p, ports[0]),
 	}
 	for p, content := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -237,9 +238,9 @@ func (n *Node) writeFiles() error {
 // with RBAC alone (no Node authorizer), where system:node is not bound by default.
 func (n *Node) authorize(ctx context.Context) error {
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e:node:" + Name},
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e:node:" + n.p.name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:node"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "system:node:" + Name}},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "system:node:" + n.p.name}},
 	}
 	_, err := n.opts.Kube.Typed.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
 	if kerrors.IsAlreadyExists(err) {
@@ -249,11 +250,11 @@ func (n *Node) authorize(ctx context.Context) error {
 }
 
 func (n *Node) startContainerd(ctx context.Context) (err error) {
-	n.Containerd, err = proc.Start(proc.Spec{
-		Name: "containerd",
+	n.Containerd, err = proc.Start(n.inNetns(proc.Spec{
+		Name: n.processName("containerd"),
 		Path: "/usr/bin/containerd",
 		Args: []string{"--config", n.path("containerd", "config.toml")},
-	}, n.opts.LogDir, n.opts.PIDs)
+	}), n.opts.LogDir, n.opts.PIDs)
 	if err != nil {
 		return err
 	}
@@ -270,27 +271,27 @@ func (n *Node) startContainerd(ctx context.Context) (err error) {
 
 func (n *Node) startKubelet(ctx context.Context) (err error) {
 	n.Started = time.Now()
-	n.Kubelet, err = proc.Start(proc.Spec{
-		Name: "kubelet",
+	n.Kubelet, err = proc.Start(n.inNetns(proc.Spec{
+		Name: n.processName("kubelet"),
 		Path: n.opts.Kubelet,
 		Args: []string{
 			"--config=" + n.path("kubelet", "config.yaml"),
 			"--kubeconfig=" + n.path("kubelet.kubeconfig"),
 			"--root-dir=" + n.path("kubelet", "root"),
 			"--cert-dir=" + n.path("kubelet", "pki"),
-			"--hostname-override=" + Name,
-			"--node-ip=" + Address,
-			"--node-labels=" + LabelKey + "=" + LabelValue,
+			"--hostname-override=" + n.p.name,
+			"--node-ip=" + n.p.address,
+			"--node-labels=" + strings.Join(n.p.labels, ","),
 			"--v=2",
 		},
-	}, n.opts.LogDir, n.opts.PIDs)
+	}), n.opts.LogDir, n.opts.PIDs)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	err = n.Kubelet.WaitReady(ctx, func(ctx context.Context) error {
-		node, err := n.opts.Kube.Typed.CoreV1().Nodes().Get(ctx, Name, metav1.GetOptions{})
+		node, err := n.opts.Kube.Typed.CoreV1().Nodes().Get(ctx, n.p.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -299,7 +300,7 @@ func (n *Node) startKubelet(ctx context.Context) (err error) {
 				return nil
 			}
 		}
-		return errors.Errorf("node %s not Ready: %v", Name, node.Status.Conditions)
+		return errors.Errorf("node %s not Ready: %v", n.p.name, node.Status.Conditions)
 	})
 	n.Ready = time.Since(n.Started)
 	return err
@@ -336,6 +337,18 @@ const drainTimeout = 60 * time.Second
 // pods, so that the kubelet tears down their containers, network namespaces and addresses;
 // stops the kubelet and containerd; then Down. It is safe to call more than once.
 func (n *Node) Stop() error {
+	errs := n.stopProcesses()
+	if err := Down(n.opts.Dir); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// stopProcesses drains the node and stops the kubelet and containerd, returning what failed.
+func (n *Node) stopProcesses() []string {
 	var errs []string
 	if n.Kubelet != nil && n.Kubelet.Running() {
 		if err := n.drain(); err != nil {
@@ -349,13 +362,33 @@ func (n *Node) Stop() error {
 			}
 		}
 	}
-	if err := Down(n.opts.Dir); err != nil {
-		errs = append(errs, err.Error())
+	return errs
+}
+
+// inNetns runs s in the placement's network namespace (and the host's mount namespace, so
+// that containerd sees the volumes the kubelet mounts): nsenter execs the program, which keeps
+// the PID the suite records.
+func (n *Node) inNetns(s proc.Spec) proc.Spec {
+	if n.p.netns == "" {
+		return s
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
+	s.Args = append([]string{"--net=" + filepath.Join("/run/netns", n.p.netns), "--", s.Path}, s.Args...)
+	s.Path = "/usr/bin/nsenter"
+	return s
+}
+
+// processName names a process (and its log) after the node when it is one of a cluster's.
+func (n *Node) processName(program string) string {
+	if n.p.netns == "" {
+		return program
 	}
-	return nil
+	return n.p.name + "-" + program
+}
+
+// cordon marks the node unschedulable.
+func (n *Node) cordon(ctx context.Context) error {
+	_, err := n.opts.Kube.Typed.CoreV1().Nodes().Patch(ctx, n.p.name, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{})
+	return errors.Wrapf(err, "cannot cordon node %s", n.p.name)
 }
 
 // drain cordons the node, deletes every pod on it and waits until they are gone (the kubelet
@@ -363,11 +396,11 @@ func (n *Node) Stop() error {
 func (n *Node) drain() error {
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if _, err := n.opts.Kube.Typed.CoreV1().Nodes().Patch(ctx, Name, types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
-		return errors.Wrap(err, "cannot cordon the real node")
+	if err := n.cordon(ctx); err != nil {
+		return err
 	}
-	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + Name}
-	return kube.Wait(ctx, drainTimeout, "the real node's pods gone", func(ctx context.Context) error {
+	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.p.name}
+	return kube.Wait(ctx, drainTimeout, "the pods of node "+n.p.name+" gone", func(ctx context.Context) error {
 		list, err := n.opts.Kube.Typed.CoreV1().Pods("").List(ctx, onNode)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -92,7 +93,7 @@ func TestOurs(t *testing.T) {
 // node's address or loopback.
 func TestKubeletConfig(t *testing.T) {
 	var got map[string]any
-	if err := yaml.Unmarshal([]byte(kubeletConfig("/n", "/logs", "/n/containerd/containerd.sock", 12345)), &got); err != nil {
+	if err := yaml.Unmarshal([]byte(kubeletConfig("/n", "/logs", "/n/containerd/containerd.sock", lanePlacement("127.0.0.1:5000"), 12345)), &got); err != nil {
 		t.Fatalf("the kubelet configuration is not YAML: %v", err)
 	}
 	want := map[string]any{
@@ -128,7 +129,7 @@ func TestCNIConfig(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(cniConfig("/n")), &got); err != nil {
+	if err := json.Unmarshal([]byte(cniConfig("/n", lanePlacement("127.0.0.1:5000"))), &got); err != nil {
 		t.Fatalf("the CNI configuration is not JSON: %v", err)
 	}
 	var types []string
@@ -141,5 +142,44 @@ func TestCNIConfig(t *testing.T) {
 	b := got.Plugins[0]
 	if b.Bridge != Bridge || b.IsGateway || b.IPMasq || len(b.IPAM.Routes) != 0 || b.IPAM.Ranges[0][0].Subnet != Subnet {
 		t.Errorf("bridge plugin %+v: want bridge %s, subnet %s, no gateway, no masquerading, no routes", b, Bridge, Subnet)
+	}
+}
+
+// A cluster's node keeps to a cgroup root of its own, resolves with the cluster's DNS, takes
+// every pod (no taint), and routes its pods through its bridge; containerd verifies the
+// registry's certificate instead of pulling over plain HTTP.
+func TestClusterNodeConfig(t *testing.T) {
+	p := clusterPlacement(1, "10.211.0.1:5000", "/ca.crt", "10.213.0.10")
+	var kc map[string]any
+	if err := yaml.Unmarshal([]byte(kubeletConfig("/n", "/logs", "/n/c.sock", p, 12345)), &kc); err != nil {
+		t.Fatalf("the kubelet configuration is not YAML: %v", err)
+	}
+	want := map[string]any{"cgroupRoot": "/e2e-node-2", "clusterDNS": []any{"10.213.0.10"}, "address": "10.211.0.12", "registerWithTaints": nil}
+	for k, v := range want {
+		if diff := cmp.Diff(v, kc[k]); diff != "" {
+			t.Errorf("kubelet %s: -want, +got:\n%s", k, diff)
+		}
+	}
+	var cni struct {
+		Plugins []struct {
+			Bridge    string
+			IsGateway bool
+			IPAM      struct{ Ranges [][]struct{ Subnet string } }
+		}
+	}
+	if err := json.Unmarshal([]byte(cniConfig("/n", p)), &cni); err != nil {
+		t.Fatalf("the CNI configuration is not JSON: %v", err)
+	}
+	if b := cni.Plugins[0]; b.Bridge != "cni0" || !b.IsGateway || b.IPAM.Ranges[0][0].Subnet != "10.212.2.0/24" {
+		t.Errorf("bridge plugin %+v: want cni0 as the gateway of 10.212.2.0/24", b)
+	}
+	cd := containerdConfig("/n", p, "pause")
+	for _, w := range []string{`registry.configs."10.211.0.1:5000".tls]`, `ca_file = "/ca.crt"`} {
+		if !strings.Contains(cd, w) {
+			t.Errorf("containerd's configuration lacks %s:\n%s", w, cd)
+		}
+	}
+	if strings.Contains(cd, "mirrors") {
+		t.Errorf("containerd's configuration has a plain-HTTP mirror for a TLS registry:\n%s", cd)
 	}
 }

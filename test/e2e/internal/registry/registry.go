@@ -10,6 +10,7 @@ package registry
 import (
 	"archive/tar"
 	"context"
+	"crypto/tls"
 	"io"
 	"log"
 	"net"
@@ -33,7 +34,10 @@ import (
 type Registry struct {
 	// Host is 127.0.0.1:<port>, the registry part of every reference pushed here.
 	Host string
-	srv  *http.Server
+	// TLSHost is host:port of the same registry served over TLS (ServeTLS), empty until then.
+	TLSHost string
+	srv     *http.Server
+	tls     *http.Server
 }
 
 // Start serves a registry on a free port of 127.0.0.1, logging requests to logTo.
@@ -50,10 +54,31 @@ func Start(logTo io.Writer) (*Registry, error) {
 	return &Registry{Host: l.Addr().String(), srv: srv}, nil
 }
 
+// ServeTLS serves the same images over TLS on a free port of ip, with the certificate and key
+// in PEM, for what reaches it from another network namespace and will not speak plain HTTP to
+// anything but loopback: containerd on a cluster's node, Crossplane in a pod. It sets TLSHost.
+func (r *Registry) ServeTLS(ip string, certPEM, keyPEM []byte) error {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return errors.Wrap(err, "cannot load the registry's certificate")
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return errors.Wrapf(err, "cannot listen for the registry on %s", ip)
+	}
+	r.tls = &http.Server{Handler: r.srv.Handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = r.tls.ServeTLS(l, "", "") }()
+	r.TLSHost = l.Addr().String()
+	return nil
+}
+
 // Stop stops serving.
 func (r *Registry) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if r.tls != nil {
+		_ = r.tls.Shutdown(ctx)
+	}
 	return errors.Wrap(r.srv.Shutdown(ctx), "cannot stop the registry")
 }
 
