@@ -16,6 +16,10 @@ GO ?= go
 # package by its flags too, so the product's tests reuse what building the Crossplane CLI and
 # core compiled (tools/crossplane pins the same dependency versions as go.mod).
 export GOFLAGS ?= -buildvcs=false -trimpath
+# One build configuration for every tool, test and image: static binaries (what an image with
+# nothing else in it needs), and one Go build cache for all of them, since cgo on or off changes
+# the cache key of every package that imports net (all of Kubernetes and Crossplane).
+export CGO_ENABLED ?= 0
 
 CROSSPLANE_VERSION := v2.5.0
 RENDER_ADDRESS ?= 127.0.0.1:9443

@@ -1,12 +1,16 @@
-# The production-shaped lane's tools (issue "Installed as users install it"): Helm, to install
+# The end-to-end suite's production-shaped lane: real nodes in network namespaces of their own,
+# kube-proxy and CoreDNS as pods, Crossplane installed by its Helm chart, the function and the
+# provider run by Crossplane's Default runtime (docs/e2e.md). Its tools: Helm, to install
 # Crossplane from the chart in the pinned Crossplane module; CoreDNS, the cluster DNS; and
 # kube-proxy, from the same Kubernetes module as the control plane. Included after
-# build/e2e.mk (K8S_VERSION, E2E_LDFLAGS). Not part of `make e2e` yet: the lane is being built.
+# build/e2e.mk and build/node.mk.
 #
-#   make cluster-tools   build bin/helm, bin/coredns and bin/kube-proxy
+#   make e2e             runs this lane after the other scenarios (E2E_CLUSTER=off skips it)
+#   make e2e-cluster     only this lane
+#   make cluster-tools   build bin/helm, bin/coredns, bin/kube-proxy and the application
 
 HELM_VERSION := v3.19.0
-CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy
+CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy $(BIN)/memcached-app
 
 $(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN)
 	$(GO) -C tools/helm build -trimpath -o $@ \
@@ -25,6 +29,47 @@ $(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35" \
 		k8s.io/kubernetes/cmd/kube-proxy
 
+# An application's image: the connection Secret and gomemcache (test/e2e/cmd/memcached-app);
+# relinked like pause.
+.PHONY: $(BIN)/memcached-app
+$(BIN)/memcached-app: | $(BIN)
+	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
+
 ## cluster-tools: build the production-shaped lane's Helm, CoreDNS and kube-proxy.
 .PHONY: cluster-tools
 cluster-tools: $(CLUSTER_TOOLS)
+
+# Crossplane's chart and webhook configurations, from the same module as the core binary: the
+# chart is what `helm install` installs, the webhook configurations go into Crossplane's image.
+$(BIN)/crossplane-chart/.copied: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
+	@dir=$$($(GO) -C tools/crossplane list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
+	rm -rf $(BIN)/crossplane-chart $(BIN)/crossplane-webhooks && \
+	cp -r "$$dir"/cluster/charts/crossplane $(BIN)/crossplane-chart && \
+	cp -r "$$dir"/cluster/webhookconfigurations $(BIN)/crossplane-webhooks && \
+	chmod -R u+w $(BIN)/crossplane-chart $(BIN)/crossplane-webhooks && touch $@
+
+# Off with the node lane: both need root and the same Debian packages.
+E2E_CLUSTER ?= $(E2E_NODE)
+ifeq ($(filter $(E2E_CLUSTER),on off),)
+$(error E2E_CLUSTER must be on or off, not "$(E2E_CLUSTER)")
+endif
+# The lane's own output, beside the other scenarios': the same make run holds both.
+E2E_CLUSTER_OUTPUT := $(OUTPUT_DIR)/e2e-cluster
+E2E_CLUSTER_RUN ?= ^TestCluster
+E2E_CLUSTER_TIMEOUT ?= 20m
+
+## e2e-cluster: the production-shaped lane alone (run times: docs/performance.md).
+.PHONY: e2e-cluster
+e2e-cluster: E2E_OUTPUT := $(E2E_CLUSTER_OUTPUT)
+e2e-cluster: E2E_NODE_DIR := cluster
+e2e-cluster: $(E2E_TOOLS) $(BIN)/crossplane-crds/.copied $(BIN)/crossplane-chart/.copied node-packages $(NODE_TOOLS) \
+		$(CLUSTER_TOOLS) $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
+	@mkdir -p $(E2E_OUTPUT)
+	@rc=0; start=$$(date +%s); \
+	E2E_LANE=cluster E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
+		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' \
+		$(GO) test -tags e2e -count=1 -timeout $(E2E_CLUSTER_TIMEOUT) -v -run '$(E2E_CLUSTER_RUN)' ./test/e2e/ || rc=$$?; \
+	$(e2e_kill_leftovers); \
+	$(e2e_node_down); \
+	echo "e2e: the production-shaped lane took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \
+	exit $$rc

@@ -114,9 +114,12 @@ e2e: e2e-node
 # After the suite: undo whatever a crashed run left on the host (containers, mounts, network
 # namespaces, the bridge, iptables chains, cgroups, sysctls). The suite undoes it itself when it
 # stops; this only acts when the node's state file is still there.
+# E2E_NODE_DIR is the nodes' directory under E2E_OUTPUT: node here, cluster in the
+# production-shaped lane (build/cluster.mk).
+E2E_NODE_DIR ?= node
 define e2e_node_down
-	if [ -s $(E2E_OUTPUT)/node/state.json ]; then \
-		echo "e2e: cleaning up after the real node"; \
-		$(GO) run ./test/e2e/cmd/node-down --output=$(E2E_OUTPUT) || rc=1; \
+	if [ -s $(E2E_OUTPUT)/$(E2E_NODE_DIR)/state.json ]; then \
+		echo "e2e: cleaning up after the real nodes"; \
+		$(GO) run ./test/e2e/cmd/node-down --output=$(E2E_OUTPUT) --dir=$(E2E_NODE_DIR) || rc=1; \
 	fi
 endef

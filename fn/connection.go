@@ -34,11 +34,11 @@ func InstanceConnectionSecretName(instance string) string {
 }
 
 // connectionKeys are every key of a Memcached's connection details, and addressKeys those the
-// function derives from its name alone (endpoint, host, port): both from render's one
+// function derives from its name alone (endpoint, host, port, srv): both from render's one
 // definition. The other keys (username, password, tls, ca.crt) of a Memcached in another
 // cluster only its Instance knows.
 var (
-	connectionKeys = slices.Sorted(maps.Keys(render.ConnectionDetails(render.Memcached{Auth: &render.Auth{}, TLS: &render.TLS{CA: "-"}})))
+	connectionKeys = render.ConnectionKeys()
 	addressKeys    = slices.Sorted(maps.Keys(render.ConnectionDetails(render.Memcached{})))
 )
 

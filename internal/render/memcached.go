@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,8 +141,17 @@ func Endpoint(m Memcached) string {
 	return Host(m) + ":" + strconv.Itoa(Port)
 }
 
+// SRV is the DNS SRV name of the headless Service's memcached port: it answers every ready
+// replica's address and port, which is how sharding clients (grafana/dskit's memcached
+// client, as Loki and Mimir use it) discover their servers.
+func SRV(m Memcached) string {
+	return "_" + PortName + "._tcp." + Host(m)
+}
+
 // Connection detail keys beside endpoint, host and port.
 const (
+	// ConnectionSRV is SRV's name, so that a client need not build it.
+	ConnectionSRV = "srv"
 	// ConnectionUsername and ConnectionPassword are the credentials, with auth on.
 	ConnectionUsername = "username"
 	ConnectionPassword = "password"
@@ -150,14 +161,22 @@ const (
 	ConnectionCA = "ca.crt"
 )
 
+// ConnectionKeys are every key ConnectionDetails writes for some Memcached (one with auth and
+// TLS with a CA), sorted: what the legacy XRD lists as its connectionSecretKeys, since
+// Crossplane passes only those on to a claim's Secret.
+func ConnectionKeys() []string {
+	return slices.Sorted(maps.Keys(ConnectionDetails(Memcached{Auth: &Auth{}, TLS: &TLS{CA: "-"}})))
+}
+
 // ConnectionDetails are the keys an application reads from its connection Secret: endpoint,
-// host and port, the credentials when auth is on, and, with TLS, tls: "true" and the CA to
+// host, port and the SRV name that lists every replica, the credentials when auth is on, and, with TLS, tls: "true" and the CA to
 // verify memcached's certificate with when the TLS Secret holds one.
 func ConnectionDetails(m Memcached) map[string][]byte {
 	cd := map[string][]byte{
-		"endpoint": []byte(Endpoint(m)),
-		"host":     []byte(Host(m)),
-		"port":     []byte(strconv.Itoa(Port)),
+		"endpoint":    []byte(Endpoint(m)),
+		"host":        []byte(Host(m)),
+		"port":        []byte(strconv.Itoa(Port)),
+		ConnectionSRV: []byte(SRV(m)),
 	}
 	if m.Auth != nil {
 		cd[ConnectionUsername] = []byte(m.Auth.Username)

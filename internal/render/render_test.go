@@ -141,6 +141,7 @@ func TestConnectionDetails(t *testing.T) {
 		"endpoint": []byte("sessions.team-a.svc.cluster.local:11211"),
 		"host":     []byte("sessions.team-a.svc.cluster.local"),
 		"port":     []byte("11211"),
+		"srv":      []byte("_memcached._tcp.sessions.team-a.svc.cluster.local"),
 	}
 	if diff := cmp.Diff(want, ConnectionDetails(m)); diff != "" {
 		t.Errorf("ConnectionDetails: -want, +got:\n%s", diff)

@@ -151,6 +151,7 @@ func TestConnectionDetailsSecurity(t *testing.T) {
 		got[k] = string(v)
 	}
 	want := map[string]string{"endpoint": "sessions.team-a.svc.cluster.local:11211", "host": "sessions.team-a.svc.cluster.local", "port": "11211",
+		"srv":      "_memcached._tcp.sessions.team-a.svc.cluster.local",
 		"username": "memcached", "password": "p", "tls": "true", "ca.crt": "-----BEGIN CERTIFICATE-----\n"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConnectionDetails: -want, +got:\n%s", diff)

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/internal/render"
 )
 
 // Variant is one shape of the API: the claim-based LegacyCluster XRD (Crossplane v1 API) or
@@ -131,9 +133,12 @@ func Generate(crdYAML []byte, v Variant) ([]byte, error) {
 			return nil, err
 		}
 		spec["claimNames"] = claim
-		// Crossplane passes only these keys on to a claim's connection Secret: the credentials
-		// with auth on, and, with TLS, "tls" and the CA that signed memcached's certificate.
-		spec["connectionSecretKeys"] = []any{"endpoint", "host", "port", "username", "password", "tls", "ca.crt"}
+		// Crossplane passes only these keys on to a claim's connection Secret.
+		keys := []any{}
+		for _, k := range render.ConnectionKeys() {
+			keys = append(keys, k)
+		}
+		spec["connectionSecretKeys"] = keys
 	}
 	out := map[string]any{
 		"apiVersion": v.APIVersion,

@@ -211,12 +211,12 @@ func connectionDetails(t *testing.T, namespace, name string) map[string]string {
 	return out
 }
 
-// wantConnectionDetails waits until the Secret holds the endpoint, host and port of the
-// Memcached name in namespace.
+// wantConnectionDetails waits until the Secret holds the endpoint, host, port and SRV name of
+// the Memcached name in namespace.
 func wantConnectionDetails(t *testing.T, namespace, secret, name string) {
 	t.Helper()
 	host := name + "." + namespace + ".svc.cluster.local"
-	want := map[string]string{"endpoint": host + ":11211", "host": host, "port": "11211"}
+	want := map[string]string{"endpoint": host + ":11211", "host": host, "port": "11211", "srv": "_memcached._tcp." + host}
 	err := kube.Wait(context.Background(), defaultTimeout, "connection details in Secret "+namespace+"/"+secret, func(ctx context.Context) error {
 		s, err := env.Kube.Typed.CoreV1().Secrets(namespace).Get(ctx, secret, metav1.GetOptions{})
 		if err != nil {

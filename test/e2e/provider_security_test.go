@@ -187,7 +187,7 @@ func TestProviderAuthTLSNetworkPolicy(t *testing.T) {
 	})
 	t.Run("the connection Secrets hold the published details", func(t *testing.T) {
 		want := map[string]string{
-			"endpoint": host + ":11211", "host": host, "port": "11211",
+			"endpoint": host + ":11211", "host": host, "port": "11211", "srv": "_memcached._tcp." + host,
 			"username": creds.username, "password": creds.password, "tls": "true", "ca.crt": string(ca.CertPEM),
 		}
 		waitPublished(t, ns, name+"-memcached", want)

@@ -69,6 +69,9 @@ type Options struct {
 	// Services' endpoints (pod addresses) rather than their ClusterIPs, which only the
 	// nodes' kube-proxy serves: the API server runs on the host, not on a node.
 	EndpointRouting bool
+	// AllowPrivileged admits privileged containers, which kube-proxy's DaemonSet needs (it
+	// programs its node's netfilter); without it the API server refuses every one.
+	AllowPrivileged bool
 }
 
 // address is where the API servers listen.
@@ -429,6 +432,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, name, etcdPrefix str
 		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--endpoint-reconciler-type=" + cp.endpointReconciler(),
 		"--enable-aggregator-routing=" + strconv.FormatBool(cp.opts.EndpointRouting),
+		"--allow-privileged=" + strconv.FormatBool(cp.opts.AllowPrivileged),
+		// Nodes by their address: no DNS on this machine resolves their names (kubectl logs).
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--tls-cert-file=" + cp.cert("apiserver.crt"),
 		"--tls-private-key-file=" + cp.cert("apiserver.key"),
 		"--client-ca-file=" + cp.cert("ca.crt"),

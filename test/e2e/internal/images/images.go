@@ -205,12 +205,16 @@ func Exporter(bin string) (v1.Image, error) {
 
 // Reach is the network policy scenario's client image from the static binary at bin
 // (test/e2e/cmd/reach): /reach as the entrypoint, run as nobody.
-func Reach(bin string) (v1.Image, error) {
-	f, err := HostFile(bin, "/reach")
+func Reach(bin string) (v1.Image, error) { return Program(bin, "/reach") }
+
+// Program is the image of one static program, the host's bin at path in the image as the
+// entrypoint, run as nobody: the suite's clients and applications.
+func Program(bin, path string) (v1.Image, error) {
+	f, err := HostFile(bin, path)
 	if err != nil {
 		return nil, err
 	}
-	return Build(Spec{Files: []File{f}, User: "65534:65534", Entrypoint: []string{"/reach"}})
+	return Build(Spec{Files: []File{f}, User: "65534:65534", Entrypoint: []string{path}})
 }
 
 // Push pushes img to ref (host/repository:tag, plain HTTP on a loopback host) and returns ref.

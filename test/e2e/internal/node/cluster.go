@@ -65,11 +65,9 @@ type Cluster struct {
 // records the host's state and sets up the network: the host's bridge with
 // ClusterHostAddress, then for each node a network namespace, a veth into the bridge with the
 // node's address, forwarding, and routes to the other nodes' pods (and, on the host, to
-// every node's). registry is the registry's host:port as the nodes reach it, registryCA the
-// file of its CA, clusterDNS the DNS Service's ClusterIP and serviceCIDR the Services' range.
-// The API server and the registry may listen on ClusterHostAddress once it returns; Start
-// starts the nodes.
-func ClusterNetwork(dir, logDir string, n int, registry, registryCA, clusterDNS, serviceCIDR string) (c *Cluster, err error) {
+// every node's). serviceCIDR is the Services' range. The API server and the registry may
+// listen on ClusterHostAddress once it returns; Start starts the nodes.
+func ClusterNetwork(dir, logDir string, n int, serviceCIDR string) (c *Cluster, err error) {
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
@@ -90,7 +88,7 @@ func ClusterNetwork(dir, logDir string, n int, registry, registryCA, clusterDNS,
 	c = &Cluster{dir: dir, logDir: logDir}
 	var netns, roots []string
 	for i := range n {
-		p := clusterPlacement(i, registry, registryCA, clusterDNS)
+		p := clusterPlacement(i, "", "", "")
 		c.places = append(c.places, p)
 		netns = append(netns, p.netns)
 		roots = append(roots, p.cgroupRoots()...)
@@ -139,7 +137,11 @@ func ClusterNetwork(dir, logDir string, n int, registry, registryCA, clusterDNS,
 		}
 	}
 	for _, p := range c.places {
-		if err := run("nsenter", "--net="+filepath.Join("/run/netns", p.netns), "--", "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"); err != nil {
+		// Forwarding for the pods' traffic; bridged traffic through iptables, so that a
+		// reply from a Service's pod to a client on the same bridge is un-DNATed by
+		// kube-proxy's conntrack entry (per network namespace since Linux 5.3).
+		if err := run("nsenter", "--net="+filepath.Join("/run/netns", p.netns), "--", "sysctl", "-q", "-w",
+			"net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"); err != nil {
 			return nil, errors.Wrapf(err, "cannot let node %s forward its pods' traffic", p.name)
 		}
 		if err := makeCgroupRoot(p.cgroupRoot); err != nil {
@@ -181,8 +183,12 @@ func checkFree(cidr string) error {
 }
 
 // Start starts every node's containerd and kubelet, in its network namespace, and returns once
-// all are Ready. o's Dir is ignored: each node keeps its state under the cluster's directory.
+// all are Ready. o's Dir is ignored: each node keeps its state under the cluster's directory;
+// o.Registry is the registry as the nodes reach it, over TLS verified with o.RegistryCA.
 func (c *Cluster) Start(ctx context.Context, o Options) error {
+	for i := range c.places {
+		c.places[i].registry, c.places[i].registryCA, c.places[i].clusterDNS = o.Registry, o.RegistryCA, o.ClusterDNS
+	}
 	for _, p := range c.places {
 		no := o
 		no.Dir, no.LogDir = filepath.Join(c.dir, p.name), c.logDir

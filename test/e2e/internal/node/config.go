@@ -93,12 +93,22 @@ func cniConfig(dir string, p placement) string {
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": %q, "rangeStart": %q, "rangeEnd": %q}]],
+        "routes": [%s],
         "dataDir": %q
       }
     }
   ]
 }
-`, p.bridge, p.gateway, p.subnet, p.rangeStart, p.rangeEnd, filepath.Join(dir, "cni", "ipam"))
+`, p.bridge, p.gateway, p.subnet, p.rangeStart, p.rangeEnd, defaultRoute(p), filepath.Join(dir, "cni", "ipam"))
+}
+
+// defaultRoute is the pods' default route through the bridge, when it is their gateway: the
+// bridge plugin adds only the routes the IPAM result lists.
+func defaultRoute(p placement) string {
+	if !p.gateway {
+		return ""
+	}
+	return `{"dst": "0.0.0.0/0"}`
 }
 
 // kubeletConfig is the kubelet's configuration: cgroupfs on this machine's cgroup v1

@@ -574,6 +574,12 @@ func removeFixedDirs(s *hostState) error {
 		if s.Existed[d] {
 			continue
 		}
+		if d == "/run/netns" {
+			// `ip netns add` bind-mounts the directory on itself the first time; undo that
+			// (every mount of it, should there be several) before removing it.
+			for syscall.Unmount(d, 0) == nil {
+			}
+		}
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err.Error())
 		}

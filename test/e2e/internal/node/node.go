@@ -80,6 +80,9 @@ type Options struct {
 	// Registry is the host:port of the suite's registry, served over plain HTTP on 127.0.0.1;
 	// PauseImage the sandbox image in it.
 	Registry, PauseImage string
+	// RegistryCA is the file of the CA the registry's certificate is signed by, and
+	// ClusterDNS the DNS Service's ClusterIP: a cluster's nodes only (Cluster.Start).
+	RegistryCA, ClusterDNS string
 }
 
 // A Node is a running real node.

@@ -68,12 +68,16 @@ type Options struct {
 	Node bool
 	// Audit makes the API server write an audit log, logs/audit.log: who sent which request.
 	Audit bool
+	// ClusterLane runs the production-shaped lane instead (cluster.go): real nodes only,
+	// Crossplane from its Helm chart, packages under the Default runtime. Node is ignored.
+	ClusterLane bool
 }
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
 // E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on),
 // E2E_CROSSPLANE_ARGS (more flags for Crossplane, space-separated), E2E_NODE (anything but
-// "off" means on) and E2E_AUDIT (anything means on), as
+// "off" means on), E2E_AUDIT (anything means on) and E2E_LANE ("cluster" for the
+// production-shaped lane), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
 // (test/e2e).
 func OptionsFromEnv() Options {
@@ -97,6 +101,7 @@ func OptionsFromEnv() Options {
 		CrossplaneArgs:  strings.Fields(os.Getenv("E2E_CROSSPLANE_ARGS")),
 		Node:            os.Getenv("E2E_NODE") != "off",
 		Audit:           os.Getenv("E2E_AUDIT") != "",
+		ClusterLane:     os.Getenv("E2E_LANE") == "cluster",
 	}
 }
 
@@ -124,8 +129,16 @@ type Env struct {
 	PodFunction *crossplane.PodRuntime
 	// Package is the function's package reference, by digest.
 	Package string
-	// Provider is the Memcached provider, installed from its package.
+	// Provider is the Memcached provider, installed from its package and run by the suite;
+	// nil in the cluster lane, where Crossplane runs it from ProviderPackage.
 	Provider *provider.Provider
+	// Cluster is the cluster lane's real nodes, ClusterImages its add-ons' and Crossplane's
+	// images, RegistryCA the registry's CA (PEM) there and ProviderPackage the provider's
+	// package reference; all empty in the other lanes.
+	Cluster         *node.Cluster
+	ClusterImages   ClusterImages
+	RegistryCA      []byte
+	ProviderPackage string
 
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -166,10 +179,6 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 		fmt.Fprintf(out, "e2e: %-44s %5.1fs\n", name, time.Since(t).Seconds())
 		return nil
 	}
-	type stepFunc struct {
-		name string
-		f    func() error
-	}
 	steps := []stepFunc{
 		{"start the control plane", func() error { return e.startControlPlane(ctx) }},
 		{"push the package to a local registry", func() error { return e.pushPackage(ctx) }},
@@ -178,7 +187,9 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
 		{"install and run the Memcached provider", func() error { return e.installProvider(ctx) }},
 	}
-	if o.Node {
+	if o.ClusterLane {
+		steps = e.clusterSteps(ctx)
+	} else if o.Node {
 		// After the registry, which serves the node's images, before Crossplane, whose
 		// function runs on the node.
 		steps = slices.Insert(steps, 2,
@@ -196,6 +207,12 @@ func Start(ctx context.Context, o Options, out io.Writer) (_ *Env, err error) {
 	return e, nil
 }
 
+// A stepFunc is one step of bringing the suite up.
+type stepFunc struct {
+	name string
+	f    func() error
+}
+
 func resetDirs(dirs ...string) error {
 	for _, d := range dirs {
 		if err := os.RemoveAll(d); err != nil {
@@ -209,7 +226,7 @@ func resetDirs(dirs ...string) error {
 }
 
 func (e *Env) startControlPlane(ctx context.Context) (err error) {
-	e.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
+	o := controlplane.Options{
 		BinDir:     e.BinDir,
 		WorkDir:    e.WorkDir,
 		LogDir:     e.LogDir,
@@ -217,7 +234,13 @@ func (e *Env) startControlPlane(ctx context.Context) (err error) {
 		Nodes:      e.Nodes,
 		PIDs:       e.PIDs,
 		AuditLog:   e.AuditLog(),
-	})
+	}
+	if e.ClusterLane {
+		// On the cluster's bridge, where the nodes and their pods reach it, with no fake
+		// nodes: every pod runs for real. kube-proxy runs privileged, as in every cluster.
+		o.Address, o.ServiceCIDR, o.EndpointRouting, o.AllowPrivileged, o.Nodes = node.ClusterHostAddress, ClusterServiceCIDR, true, true, 0
+	}
+	e.ControlPlane, err = controlplane.Start(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -375,6 +398,11 @@ func (e *Env) Processes() []*proc.Process {
 	if e.Node != nil {
 		ps = append(ps, e.Node.Processes()...)
 	}
+	if e.Cluster != nil {
+		for _, n := range e.Cluster.Nodes {
+			ps = append(ps, n.Processes()...)
+		}
+	}
 	if e.Provider != nil && e.Provider.Process != nil {
 		ps = append(ps, e.Provider.Process)
 	}
@@ -398,6 +426,14 @@ func (e *Env) Stop() error {
 		}
 		if e.Node != nil {
 			errs = append(errs, e.Node.Stop())
+		}
+		if e.Cluster != nil {
+			// No controller may replace what the nodes' drain deletes: the DaemonSet
+			// controller would put kube-proxy back on a cordoned node at once.
+			if e.ControlPlane != nil && e.ControlPlane.ControllerManager != nil {
+				errs = append(errs, e.ControlPlane.ControllerManager.Stop())
+			}
+			errs = append(errs, e.Cluster.Stop())
 		}
 		if e.Registry != nil {
 			errs = append(errs, e.Registry.Stop())

@@ -1,0 +1,331 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/provider"
+	"github.com/example/function-memcached/test/e2e/internal/suite"
+)
+
+// The production-shaped lane (make e2e-cluster, suite/cluster.go): scenarios named
+// TestCluster… run on real nodes only, with Crossplane, the function and the provider as
+// pods, DNS and Services. Their claims use laneComposition, with the cluster's registry.
+
+// requireCluster skips a scenario of the production-shaped lane anywhere else.
+func requireCluster(t *testing.T) {
+	t.Helper()
+	if env.Cluster == nil {
+		t.Skip("the production-shaped lane runs this scenario (make e2e-cluster)")
+	}
+	laneComposed.require(t, applyLaneComposition)
+}
+
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+
+// clusterNodeNames are the names of the lane's real nodes.
+func clusterNodeNames() []string {
+	var names []string
+	for _, n := range env.Cluster.Nodes {
+		names = append(names, n.Name())
+	}
+	return names
+}
+
+// deploymentPods returns the pods of the Deployment namespace/name (by its selector) and fails
+// unless each is Ready on a real node and runs image in its first container.
+func requireDeploymentPods(t *testing.T, namespace, name, image string) []corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	var pods []corev1.Pod
+	err := kube.Wait(ctx, defaultTimeout, fmt.Sprintf("the pods of Deployment %s/%s Ready on real nodes", namespace, name), func(ctx context.Context) error {
+		d, err := env.Kube.Typed.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil {
+			return err
+		}
+		list, err := env.Kube.Typed.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) == 0 {
+			return errors.New("no pods")
+		}
+		for _, p := range list.Items {
+			switch {
+			case !slices.Contains(clusterNodeNames(), p.Spec.NodeName):
+				return errors.Errorf("pod %s is on node %q, not a real node", p.Name, p.Spec.NodeName)
+			case !podReady(&p):
+				return errors.Errorf("pod %s not Ready: %s", p.Name, p.Status.Phase)
+			case p.Spec.Containers[0].Image != image:
+				return errors.Errorf("pod %s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, image)
+			}
+		}
+		pods = list.Items
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// Crossplane is installed the way users install it: `helm install` of the chart from the
+// pinned Crossplane module, with Crossplane's image built from that module, and it runs as
+// pods on the real nodes. Its init container installed its CRDs, every one of the module's:
+// the suite applied none of them.
+func TestClusterInstalledWithHelm(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+
+	releases, err := env.Kube.Typed.CoreV1().Secrets(crossplane.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=" + suite.CrossplaneRelease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	for _, s := range releases.Items {
+		statuses = append(statuses, s.Labels["version"]+"="+s.Labels["status"])
+	}
+	if diff := strings.Join(statuses, ","); diff != "1=deployed" {
+		t.Errorf("Helm release %s: revisions %q, want one revision 1=deployed", suite.CrossplaneRelease, diff)
+	}
+
+	for _, d := range []string{"crossplane", "crossplane-rbac-manager"} {
+		pods := requireDeploymentPods(t, crossplane.Namespace, d, env.ClusterImages.Crossplane)
+		if d != "crossplane" {
+			continue
+		}
+		for _, p := range pods {
+			if len(p.Status.InitContainerStatuses) != 1 {
+				t.Fatalf("pod %s: %d init containers, want crossplane's init", p.Name, len(p.Status.InitContainerStatuses))
+			}
+			s := p.Status.InitContainerStatuses[0]
+			if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+				t.Errorf("pod %s: init container %s did not complete: %+v", p.Name, s.Name, s.State)
+			}
+		}
+	}
+
+	files, err := filepath.Glob(filepath.Join(env.BinDir, "crossplane-crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in the module's cluster/crds: %v", err)
+	}
+	for _, f := range files {
+		objs, err := kube.ReadObjects(f)
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("cannot read %s: %v", f, err)
+		}
+		u, err := env.Kube.Get(ctx, crdGVK, "", objs[0].GetName())
+		if err != nil {
+			t.Errorf("CRD %s of the module is not installed: %v", objs[0].GetName(), err)
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := kube.FromUnstructured(u, crd); err != nil {
+			t.Fatal(err)
+		}
+		established := false
+		for _, c := range crd.Status.Conditions {
+			established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+		}
+		var managers []string
+		for _, m := range crd.ManagedFields {
+			managers = append(managers, m.Manager)
+		}
+		if !established || slices.Contains(managers, kube.FieldManager) {
+			t.Errorf("CRD %s: Established=%t, written by %v; want Established, written by Crossplane alone", crd.Name, established, managers)
+		}
+	}
+}
+
+// The function and the provider are installed by Crossplane's package manager and run by its
+// Default runtime: Crossplane made their Deployments from the package images, their Service
+// and TLS certificates, and a claim composed through the function, reached by Crossplane at
+// the function's Service, becomes Available.
+func TestClusterDefaultRuntime(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	healthy := map[string]string{"Installed": "True", "Healthy": "True"}
+	for _, p := range []struct {
+		gvk            schema.GroupVersionKind
+		name, pkg      string
+		revisionKind   string
+		serviceAccount string
+	}{
+		{suite.FunctionGVK, suite.FunctionName, env.Package, "FunctionRevision", ""},
+		{provider.ProviderGVK, provider.Name, env.ProviderPackage, "ProviderRevision", provider.Name},
+	} {
+		if _, err := crossplane.WaitConditions(ctx, env.Kube, defaultTimeout, p.gvk, "", p.name, healthy); err != nil {
+			t.Fatal(err)
+		}
+		deployments, err := env.Kube.Typed.AppsV1().Deployments(crossplane.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runtime []string
+		for _, d := range deployments.Items {
+			owner := metav1.GetControllerOf(&d)
+			if owner == nil || owner.Kind != p.revisionKind || !strings.HasPrefix(owner.Name, p.name+"-") {
+				continue
+			}
+			runtime = append(runtime, d.Name)
+			pods := requireDeploymentPods(t, crossplane.Namespace, d.Name, p.pkg)
+			if p.serviceAccount != "" && pods[0].Spec.ServiceAccountName != p.serviceAccount {
+				t.Errorf("%s runs as ServiceAccount %q, want %q (its DeploymentRuntimeConfig)", d.Name, pods[0].Spec.ServiceAccountName, p.serviceAccount)
+			}
+		}
+		if len(runtime) != 1 {
+			t.Errorf("%s %s: runtime Deployments %v made by Crossplane, want one", p.gvk.Kind, p.name, runtime)
+		}
+	}
+	// The function's Service and certificates, as its revision reports them.
+	revs, err := env.Kube.Resource(schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "FunctionRevision"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := revs.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + suite.FunctionName})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("want one FunctionRevision of %s: %v", suite.FunctionName, err)
+	}
+	endpoint, _, _ := unstructured.NestedString(list.Items[0].Object, "status", "endpoint")
+	secret, _, _ := unstructured.NestedString(list.Items[0].Object, "status", "tlsServerSecretName")
+	if want := suite.FunctionName + "." + crossplane.Namespace; !strings.Contains(endpoint, want) {
+		t.Errorf("the function's endpoint is %q, want its Service %s", endpoint, want)
+	}
+	if _, err := env.Kube.Typed.CoreV1().Services(crossplane.Namespace).Get(ctx, suite.FunctionName, metav1.GetOptions{}); err != nil {
+		t.Errorf("the function's Service: %v", err)
+	}
+	if s, err := env.Kube.Typed.CoreV1().Secrets(crossplane.Namespace).Get(ctx, secret, metav1.GetOptions{}); err != nil || len(s.Data["tls.crt"]) == 0 {
+		t.Errorf("the function's TLS Secret %q: %v", secret, err)
+	}
+
+	ns := newNamespace(t, "cluster-runtime")
+	apply(t, newNodeClaim(ns, "sessions", 1, nil))
+	waitAvailable(t, claimGVK, ns, "sessions", 1)
+	requireDeploymentPods(t, ns, "sessions", env.Images.Memcached)
+}
+
+// An application in the claim's namespace mounts the claim's connection Secret and uses
+// exactly what it says through a real client library (gomemcache, test/e2e/cmd/memcached-app):
+// the endpoint resolved by the cluster's DNS to the Service, kube-proxy forwarding to a
+// replica; with auth and TLS on, the application authenticates with the Secret's credentials
+// and verifies the certificate against its ca.crt with its host as server name.
+func TestClusterAppUsesConnectionSecret(t *testing.T) {
+	requireCluster(t)
+	ns := newNamespace(t, "cluster-app")
+	ca := newCA(t)
+	writeTLSSecret(t, ca, ns, "secure-tls", "secure")
+	cases := []struct {
+		reason, name string
+		spec         map[string]any
+		want         string
+	}{
+		{"plain: the endpoint alone", "plain", nil, "(plain)"},
+		{"auth and TLS: the credentials and the CA too", "secure", map[string]any{
+			"auth": map[string]any{"enabled": true},
+			"tls":  map[string]any{"secretName": "secure-tls"},
+		}, "(tls+auth)"},
+	}
+	for _, c := range cases {
+		apply(t, newNodeClaim(ns, c.name, 2, c.spec))
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			waitAvailable(t, claimGVK, ns, c.name, 2)
+			msg := runApp(t, ns, c.name+"-app", c.name+"-memcached")
+			want := fmt.Sprintf("ok: set and got app-key on %s.%s.svc.cluster.local:11211 %s", c.name, ns, c.want)
+			if msg != want {
+				t.Errorf("%s: the application said %q, want %q", c.reason, msg, want)
+			}
+		})
+	}
+}
+
+// appTimeout bounds an application pod's run, its image pull included.
+const appTimeout = 2 * time.Minute
+
+// runApp runs the application in namespace ns with the connection Secret secret mounted,
+// as a pod that must pass the restricted Pod Security Standard, and returns what it said
+// (its termination message); the test fails when it did not succeed.
+func runApp(t *testing.T, ns, name, secret string, args ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](65534),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "app", Image: env.ClusterImages.App, Args: args,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "memcached", MountPath: "/etc/memcached", ReadOnly: true}},
+			}},
+			Volumes: []corev1.Volume{{Name: "memcached", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+		},
+	}
+	if _, err := env.Kube.Typed.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("cannot run the application: %v", err)
+	}
+	var msg string
+	var phase corev1.PodPhase
+	err := kube.Wait(ctx, appTimeout, "application "+ns+"/"+name+" done", func(ctx context.Context) error {
+		p, err := env.Kube.Typed.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if phase = p.Status.Phase; phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+			return errors.Errorf("phase %s", phase)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.State.Terminated != nil {
+				msg = s.State.Terminated.Message
+			}
+		}
+		return nil
+	})
+	if err != nil || phase != corev1.PodSucceeded {
+		t.Fatalf("application %s: %v %s: %q (its log: %s)", name, err, phase, msg, podLog(ns, name))
+	}
+	return msg
+}
+
+// podLog is the log of the pod's first container as the kubelet wrote it, for a failure
+// report.
+func podLog(ns, name string) string {
+	files, _ := filepath.Glob(filepath.Join(env.LogDir, "node-pods", ns+"_"+name+"_*", "*", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		c, _ := os.ReadFile(f) //nolint:gosec // The suite's own logs.
+		b.Write(c)
+	}
+	return b.String()
+}

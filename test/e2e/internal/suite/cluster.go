@@ -1,0 +1,325 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/test/e2e/internal/addons"
+	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/helm"
+	"github.com/example/function-memcached/test/e2e/internal/images"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/node"
+	"github.com/example/function-memcached/test/e2e/internal/pki"
+	"github.com/example/function-memcached/test/e2e/internal/provider"
+)
+
+// The production-shaped lane (Options.ClusterLane, E2E_LANE=cluster): a cluster as users run
+// one. Real nodes, each a kubelet and containerd in a network namespace of its own, in two
+// zones; kube-proxy and CoreDNS as pods in kube-system; Crossplane installed by its own Helm
+// chart from an image of the pinned module, running as pods; the function and the provider
+// installed by Crossplane's package manager and run by its Default runtime. The control plane
+// and the registry listen on the cluster's bridge (node.ClusterHostAddress), where the nodes'
+// pods reach them; nothing is simulated between a claim and its pods.
+
+// ClusterNodes is how many real nodes the lane runs, one per zone.
+const ClusterNodes = 2
+
+// ClusterServiceCIDR is the lane's Service range; ClusterDNS the DNS Service's ClusterIP in it,
+// as kubeadm numbers it.
+const (
+	ClusterServiceCIDR = "10.96.0.0/24"
+	ClusterDNS         = "10.96.0.10"
+)
+
+// CrossplaneRelease is the Helm release and namespace Crossplane is installed as.
+const CrossplaneRelease = "crossplane"
+
+// registryCAConfigMap holds the registry's CA for Crossplane (the chart's
+// registryCaBundleConfig), as a platform with a private registry configures it.
+const registryCAConfigMap = "e2e-registry-ca"
+
+// Kinds of Crossplane's package API.
+var (
+	FunctionGVK                = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "Function"}
+	deploymentRuntimeConfigGVK = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "DeploymentRuntimeConfig"}
+)
+
+// clusterSteps are the lane's steps, in order.
+func (e *Env) clusterSteps(ctx context.Context) []stepFunc {
+	return []stepFunc{
+		{"set up the cluster's network", func() error { return e.clusterNetwork() }},
+		{"start the control plane", func() error { return e.startControlPlane(ctx) }},
+		{"serve the registry on the cluster's network", func() error { return e.clusterRegistry(ctx) }},
+		{"build and push the cluster's images", func() error { return e.clusterImages(ctx) }},
+		{fmt.Sprintf("start %d real nodes", ClusterNodes), func() error { return e.startClusterNodes(ctx) }},
+		{"install kube-proxy and CoreDNS", func() error { return e.installAddons(ctx) }},
+		{"install Crossplane with its Helm chart", func() error { return e.installCrossplane(ctx) }},
+		{"install the function and the provider packages", func() error { return e.installPackages(ctx) }},
+		{"apply the example XRDs and Compositions", func() error { return e.applyExamples(ctx) }},
+	}
+}
+
+func (e *Env) clusterDir() string { return filepath.Join(e.OutputDir, "cluster") }
+
+func (e *Env) clusterNetwork() (err error) {
+	e.Cluster, err = node.ClusterNetwork(e.clusterDir(), e.LogDir, ClusterNodes, ClusterServiceCIDR)
+	return err
+}
+
+// clusterRegistry serves the registry on loopback, where the suite pushes, and over TLS on the
+// cluster's bridge, where the nodes' containerd and Crossplane pull; it pushes the function's
+// package and names it by the address the cluster pulls from.
+func (e *Env) clusterRegistry(ctx context.Context) error {
+	if err := e.pushPackage(ctx); err != nil {
+		return err
+	}
+	ca, err := pki.NewCA("e2e-registry-ca")
+	if err != nil {
+		return err
+	}
+	cert, err := ca.Issue(pki.Request{CommonName: "e2e-registry", IPs: []net.IP{net.ParseIP(node.ClusterHostAddress)}})
+	if err != nil {
+		return err
+	}
+	e.RegistryCA = ca.CertPEM
+	if err := pki.WriteFiles(filepath.Join(e.WorkDir, "registry"), map[string][]byte{"ca.crt": ca.CertPEM}); err != nil {
+		return err
+	}
+	if err := e.Registry.ServeTLS(node.ClusterHostAddress, cert.CertPEM, cert.KeyPEM); err != nil {
+		return err
+	}
+	e.Package = e.ClusterRef(e.Package)
+	return nil
+}
+
+// ClusterRef is ref, pushed to the registry's loopback address, as the cluster pulls it.
+func (e *Env) ClusterRef(ref string) string {
+	return strings.Replace(ref, e.Registry.Host+"/", e.Registry.TLSHost+"/", 1)
+}
+
+// clusterImages builds the node lane's images and the cluster's own (Crossplane, CoreDNS,
+// kube-proxy) and pushes them.
+func (e *Env) clusterImages(ctx context.Context) (err error) {
+	if e.Images, err = images.BuildLane(ctx, e.Registry.Host, e.BinDir); err != nil {
+		return err
+	}
+	for _, ref := range []*string{&e.Images.Pause, &e.Images.Memcached, &e.Images.Exporter, &e.Images.Reach} {
+		*ref = e.ClusterRef(*ref)
+	}
+	e.Images.Registry = e.Registry.TLSHost
+	for _, i := range []struct {
+		ref   *string
+		repo  string
+		build func() (v1.Image, error)
+	}{
+		{&e.ClusterImages.Crossplane, "e2e/crossplane:" + CrossplaneVersion, func() (v1.Image, error) {
+			return images.Crossplane(filepath.Join(e.BinDir, "crossplane-core"), filepath.Join(e.BinDir, "crossplane-crds"), filepath.Join(e.BinDir, "crossplane-webhooks"))
+		}},
+		{&e.ClusterImages.CoreDNS, "e2e/coredns:1", func() (v1.Image, error) { return images.CoreDNS(filepath.Join(e.BinDir, "coredns")) }},
+		{&e.ClusterImages.KubeProxy, "e2e/kube-proxy:1", func() (v1.Image, error) { return images.KubeProxy(filepath.Join(e.BinDir, "kube-proxy")) }},
+		{&e.ClusterImages.App, "e2e/memcached-app:1", func() (v1.Image, error) {
+			return images.Program(filepath.Join(e.BinDir, "memcached-app"), "/memcached-app")
+		}},
+	} {
+		img, err := i.build()
+		if err != nil {
+			return err
+		}
+		ref, err := images.Push(ctx, e.Registry.Host+"/"+i.repo, img)
+		if err != nil {
+			return err
+		}
+		*i.ref = e.ClusterRef(ref)
+	}
+	return nil
+}
+
+// CrossplaneVersion is the version of the pinned Crossplane core the lane's image holds.
+const CrossplaneVersion = "v2.4.0"
+
+// ClusterImages are the cluster's own images in the registry, as the nodes pull them: its
+// add-ons', Crossplane's, and App, an application on a real client library
+// (test/e2e/cmd/memcached-app).
+type ClusterImages struct {
+	Crossplane, CoreDNS, KubeProxy, App string
+}
+
+func (e *Env) startClusterNodes(ctx context.Context) error {
+	ca := filepath.Join(e.WorkDir, "registry", "ca.crt")
+	if err := e.Cluster.Start(ctx, node.Options{
+		Kubelet:    filepath.Join(e.BinDir, "kubelet"),
+		LogDir:     e.LogDir,
+		PIDs:       e.PIDs,
+		APIServer:  e.ControlPlane.APIServer.URL,
+		CA:         e.ControlPlane.CA,
+		Kube:       e.Kube,
+		Registry:   e.Registry.TLSHost,
+		RegistryCA: ca,
+		ClusterDNS: ClusterDNS,
+		PauseImage: e.Images.Pause,
+	}); err != nil {
+		return err
+	}
+	for _, n := range e.Cluster.Nodes {
+		fmt.Fprintf(os.Stdout, "e2e: real node %s (%s) Ready %.1fs after its kubelet started\n", n.Name(), n.Address(), n.Ready.Seconds())
+	}
+	return nil
+}
+
+func (e *Env) installAddons(ctx context.Context) error {
+	if err := addons.KubeProxy(ctx, e.Kube, e.ClusterImages.KubeProxy, e.ControlPlane.APIServer.URL, node.ClusterPodCIDR, ClusterNodes); err != nil {
+		return err
+	}
+	return addons.CoreDNS(ctx, e.Kube, e.ClusterImages.CoreDNS, ClusterDNS)
+}
+
+// crossplaneInstallTimeout bounds helm and Crossplane's pods becoming Available.
+const crossplaneInstallTimeout = 4 * time.Minute
+
+// installCrossplane installs Crossplane's chart from the pinned module with the lane's image
+// (by digest), trusting the registry's CA, waits until Crossplane and its RBAC manager are
+// Available (their init container has installed Crossplane's CRDs by then), and applies
+// example/rbac.yaml, the ClusterRole aggregated to Crossplane's that the composed kinds need.
+func (e *Env) installCrossplane(ctx context.Context) error {
+	if err := e.Kube.EnsureNamespace(ctx, crossplane.Namespace, nil); err != nil {
+		return err
+	}
+	cm, err := kube.ToUnstructured(&corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: registryCAConfigMap, Namespace: crossplane.Namespace},
+		Data:       map[string]string{"ca.crt": string(e.RegistryCA)},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := e.Kube.Apply(ctx, cm); err != nil {
+		return err
+	}
+	args := []string{}
+	if e.CrossplaneDebug {
+		args = append(args, "--debug")
+	}
+	args = append(args, e.CrossplaneArgs...)
+	out, err := helm.Install(ctx, helm.Release{
+		Binary:     filepath.Join(e.BinDir, "helm"),
+		Kubeconfig: e.ControlPlane.KubeconfigPath(),
+		WorkDir:    filepath.Join(e.WorkDir, "helm"),
+		Name:       CrossplaneRelease,
+		Namespace:  crossplane.Namespace,
+		Chart:      filepath.Join(e.BinDir, "crossplane-chart"),
+		Timeout:    crossplaneInstallTimeout,
+		Values: map[string]any{
+			"image":                  map[string]any{"repository": e.ClusterImages.Crossplane, "ignoreTag": true},
+			"args":                   args,
+			"registryCaBundleConfig": map[string]any{"name": registryCAConfigMap, "key": "ca.crt"},
+			"metrics":                map[string]any{"enabled": true},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(e.LogDir, "helm-crossplane.log"), []byte(out), 0o600); err != nil {
+		return errors.Wrap(err, "cannot write helm's output")
+	}
+	for _, d := range []string{"crossplane", "crossplane-rbac-manager"} {
+		if err := addons.WaitAvailable(ctx, e.Kube, crossplane.Namespace, d, crossplaneInstallTimeout); err != nil {
+			return err
+		}
+	}
+	// What docs/operations.md tells a platform to apply beside the chart: the chart's
+	// ClusterRole lacks the kinds a Memcached composes (NetworkPolicies, PodDisruptionBudgets…).
+	_, err = e.Kube.ApplyFile(ctx, filepath.Join(e.RepoRoot, "example", "rbac.yaml"))
+	return err
+}
+
+// packageTimeout bounds a package becoming Healthy: pulled, unpacked, its runtime pod Ready.
+const packageTimeout = 4 * time.Minute
+
+// installPackages installs the function and the provider as a platform team does: a Function
+// and a Provider naming their packages by digest, the provider with a DeploymentRuntimeConfig
+// that passes its flags and names its ServiceAccount, which the provider's control-plane
+// ClusterRole is bound to. Crossplane's Default runtime makes their Deployments, Services and
+// certificates; both must become Healthy.
+func (e *Env) installPackages(ctx context.Context) error {
+	providerPkg, err := e.Registry.Push(ctx, e.ProviderXPKG, "example/"+provider.Name, "e2e")
+	if err != nil {
+		return errors.Wrap(err, "cannot push the provider's package (make provider-xpkg)")
+	}
+	e.ProviderPackage = e.ClusterRef(providerPkg)
+	args := make([]any, 0, len(e.ProviderArgs))
+	for _, a := range e.ProviderArgs {
+		args = append(args, a)
+	}
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": FunctionGVK.GroupVersion().String(), "kind": FunctionGVK.Kind,
+			"metadata": map[string]any{"name": FunctionName},
+			"spec":     map[string]any{"package": e.Package},
+		}},
+		{Object: map[string]any{
+			"apiVersion": deploymentRuntimeConfigGVK.GroupVersion().String(), "kind": deploymentRuntimeConfigGVK.Kind,
+			"metadata": map[string]any{"name": provider.Name},
+			"spec": map[string]any{
+				"serviceAccountTemplate": map[string]any{"metadata": map[string]any{"name": provider.Name}},
+				"deploymentTemplate": map[string]any{"spec": map[string]any{
+					"selector": map[string]any{},
+					"template": map[string]any{"spec": map[string]any{
+						"containers": []any{map[string]any{"name": "package-runtime", "args": args}},
+					}},
+				}},
+			},
+		}},
+		{Object: map[string]any{
+			"apiVersion": provider.ProviderGVK.GroupVersion().String(), "kind": provider.ProviderGVK.Kind,
+			"metadata": map[string]any{"name": provider.Name},
+			"spec": map[string]any{
+				"package":          e.ProviderPackage,
+				"runtimeConfigRef": map[string]any{"name": provider.Name},
+			},
+		}},
+	}
+	for _, o := range objs {
+		if _, err := e.Kube.Apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	role, err := e.Kube.ApplyFile(ctx, filepath.Join(e.RepoRoot, "package-provider", "rbac", "control-plane-clusterrole.yaml"))
+	if err != nil || len(role) != 1 {
+		return errors.Errorf("cannot apply the provider's control-plane ClusterRole: %v", err)
+	}
+	b, err := kube.ToUnstructured(&rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: role[0].GetName()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role[0].GetName()},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: crossplane.Namespace, Name: provider.Name}},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := e.Kube.Apply(ctx, b); err != nil {
+		return err
+	}
+	healthy := map[string]string{"Installed": "True", "Healthy": "True"}
+	if _, err := crossplane.WaitConditions(ctx, e.Kube, packageTimeout, FunctionGVK, "", FunctionName, healthy); err != nil {
+		return err
+	}
+	if _, err := crossplane.WaitConditions(ctx, e.Kube, packageTimeout, provider.ProviderGVK, "", provider.Name, healthy); err != nil {
+		return err
+	}
+	return crossplane.WaitEstablished(ctx, e.Kube, provider.CRDs...)
+}
