@@ -13,14 +13,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/test/e2e/internal/addons"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/provider"
@@ -328,4 +332,148 @@ func podLog(ns, name string) string {
 		b.Write(c)
 	}
 	return b.String()
+}
+
+// A size-2 claim on two nodes with room gets one replica per node, placed by the real
+// scheduler from the rendered soft anti-affinity and zone spread alone. Draining one node as
+// `kubectl drain` does (cordon, then the Eviction API for every pod but DaemonSets', retried
+// while a PodDisruptionBudget refuses) moves its replica to the other node; the claim
+// is Available with both replicas again, the PodDisruptionBudget never let both go at once,
+// and everything else on the node (Crossplane, the function, the provider, CoreDNS) runs
+// again elsewhere. Last in this file: it leaves one node uncordoned only at its end.
+func TestClusterSpreadAndDrain(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "cluster-drain")
+	apply(t, newNodeClaim(ns, "spread", 2, nil))
+	waitAvailable(t, claimGVK, ns, "spread", 2)
+	pods, err := livePods(ctx, ns, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 2 || pods[0].Spec.NodeName == pods[1].Spec.NodeName {
+		t.Fatalf("want one replica on each node, got %v", podNodes(pods))
+	}
+	if _, err := env.Kube.Typed.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "spread", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the claim's PodDisruptionBudget: %v", err)
+	}
+
+	drained := pods[0].Spec.NodeName
+	t.Cleanup(func() { setUnschedulable(t, drained, false) })
+	setUnschedulable(t, drained, true)
+	// Watch the claim's Deployment while draining: the budget must keep one replica
+	// available throughout.
+	stop := make(chan struct{})
+	minAvailable := make(chan int32, 1)
+	go func() {
+		least := int32(2)
+		for {
+			select {
+			case <-stop:
+				minAvailable <- least
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			if d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "spread", metav1.GetOptions{}); err == nil {
+				least = min(least, d.Status.AvailableReplicas)
+			}
+		}
+	}()
+	evicted := drain(t, drained)
+	close(stop)
+	if least := <-minAvailable; least < 1 {
+		t.Errorf("the claim's available replicas fell to %d during the drain; its PodDisruptionBudget allows one unavailable", least)
+	}
+	t.Logf("drained %s: evicted %v", drained, evicted)
+
+	waitAvailable(t, claimGVK, ns, "spread", 2)
+	pods, err = livePods(ctx, ns, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == drained {
+			t.Errorf("replica %s still on the drained node %s", p.Name, drained)
+		}
+	}
+	// Nothing else is lost: every Deployment that ran on the node runs again.
+	for _, d := range []struct{ ns, name string }{
+		{crossplane.Namespace, "crossplane"}, {crossplane.Namespace, "crossplane-rbac-manager"}, {"kube-system", "coredns"},
+	} {
+		if err := addons.WaitAvailable(ctx, env.Kube, d.ns, d.name, defaultTimeout); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, gvk := range []schema.GroupVersionKind{suite.FunctionGVK, provider.ProviderGVK} {
+		name := suite.FunctionName
+		if gvk == provider.ProviderGVK {
+			name = provider.Name
+		}
+		if _, err := crossplane.WaitConditions(ctx, env.Kube, defaultTimeout, gvk, "", name, map[string]string{"Healthy": "True"}); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func podNodes(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name+"@"+p.Spec.NodeName)
+	}
+	return out
+}
+
+// setUnschedulable cordons or uncordons node, as `kubectl cordon` and `uncordon` do.
+func setUnschedulable(t *testing.T, node string, on bool) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"unschedulable":%t}}`, on)
+	if _, err := env.Kube.Typed.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("cannot set node %s unschedulable=%t: %v", node, on, err)
+	}
+}
+
+// drainTimeout bounds a drain: evictions retried while a budget refuses, and the evicted
+// pods gone.
+const drainTimeout = 3 * time.Minute
+
+// drain evicts every pod on node but DaemonSets' through the Eviction API, retrying those a
+// PodDisruptionBudget refuses (429), as `kubectl drain --ignore-daemonsets` does, and waits
+// until they are gone. It returns the pods it evicted.
+func drain(t *testing.T, node string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var evicted []string
+	err := kube.Wait(ctx, drainTimeout, "node "+node+" drained", func(ctx context.Context) error {
+		list, err := env.Kube.Typed.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			return err
+		}
+		var left []string
+		for _, p := range list.Items {
+			if owner := metav1.GetControllerOf(&p); owner != nil && owner.Kind == "DaemonSet" {
+				continue
+			}
+			left = append(left, p.Namespace+"/"+p.Name)
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			err := env.Kube.Typed.CoreV1().Pods(p.Namespace).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+			switch {
+			case err == nil:
+				evicted = append(evicted, p.Namespace+"/"+p.Name)
+			case kerrors.IsTooManyRequests(err):
+				// The budget refuses for now; kubectl drain retries too.
+			default:
+				return errors.Wrapf(err, "cannot evict %s/%s", p.Namespace, p.Name)
+			}
+		}
+		if len(left) > 0 {
+			return errors.Errorf("%d pods left: %v", len(left), left)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evicted
 }
