@@ -233,8 +233,8 @@ func TestClusterDefaultRuntime(t *testing.T) {
 
 // An application in the claim's namespace mounts the claim's connection Secret and uses
 // exactly what it says through a real client library (gomemcache, test/e2e/cmd/memcached-app):
-// the endpoint resolved by the cluster's DNS to the Service, kube-proxy forwarding to a
-// replica; with auth and TLS on, the application authenticates with the Secret's credentials
+// the endpoint, the headless Service's name, resolved by CoreDNS to the replicas' own
+// addresses (no ClusterIP: kube-proxy is not on this path); with auth and TLS on, the application authenticates with the Secret's credentials
 // and verifies the certificate against its ca.crt with its host as server name.
 func TestClusterAppUsesConnectionSecret(t *testing.T) {
 	requireCluster(t)
