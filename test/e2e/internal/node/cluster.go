@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -35,6 +36,10 @@ const (
 
 // ClusterNodeName is the name of the cluster's node i (from 0).
 func ClusterNodeName(i int) string { return fmt.Sprintf("e2e-node-%d", i+1) }
+
+// clusterNodeDir is node i's directory under the cluster's: its number alone, since the
+// kubelet's sockets under it must fit sun_path from a checkout as deep as CI's.
+func clusterNodeDir(dir string, i int) string { return filepath.Join(dir, strconv.Itoa(i+1)) }
 
 // clusterPlacement is the cluster's node i: address 10.211.0.<11+i>, pods on 10.212.<i+1>.0/24
 // behind its bridge cni0, its own cgroup root, in zone-<a+i>.
@@ -71,7 +76,7 @@ func ClusterNetwork(dir, logDir string, n int, serviceCIDR string) (c *Cluster, 
 	if err := Preflight(); err != nil {
 		return nil, err
 	}
-	if err := checkSocketPaths(filepath.Join(dir, ClusterNodeName(0))); err != nil {
+	if err := checkSocketPaths(clusterNodeDir(dir, n-1)); err != nil {
 		return nil, err
 	}
 	if err := Down(dir); err != nil {
@@ -189,9 +194,9 @@ func (c *Cluster) Start(ctx context.Context, o Options) error {
 	for i := range c.places {
 		c.places[i].registry, c.places[i].registryCA, c.places[i].clusterDNS = o.Registry, o.RegistryCA, o.ClusterDNS
 	}
-	for _, p := range c.places {
+	for i, p := range c.places {
 		no := o
-		no.Dir, no.LogDir = filepath.Join(c.dir, p.name), c.logDir
+		no.Dir, no.LogDir = clusterNodeDir(c.dir, i), c.logDir
 		n := &Node{opts: no, p: p, Socket: filepath.Join(no.Dir, "containerd", "containerd.sock")}
 		c.Nodes = append(c.Nodes, n)
 		if err := n.writeFiles(); err != nil {

@@ -183,3 +183,29 @@ func TestClusterNodeConfig(t *testing.T) {
 		t.Errorf("containerd's configuration has a plain-HTTP mirror for a TLS registry:\n%s", cd)
 	}
 }
+
+// Both lanes fit the kubelet's sockets from a checkout as deep as CI's (/check/work/main), and
+// a deeper one is refused before anything starts, with the way out in the message.
+func TestSocketPaths(t *testing.T) {
+	cases := map[string]struct {
+		reason, dir string
+		wantErr     bool
+	}{
+		"Suite": {"The main suite's node under CI's checkout.", "/check/work/main/_output/e2e/node", false},
+		"Lane": {"The production-shaped lane's last node under CI's checkout.",
+			clusterNodeDir("/check/work/main/_output/e2e-cluster/cluster", 1), false},
+		"Deep": {"A checkout 40 characters deep cannot hold the lane's sockets.",
+			clusterNodeDir("/home/someone/src/github.com/example/fn/_output/e2e-cluster/cluster", 1), true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := checkSocketPaths(tc.dir)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\ncheckSocketPaths(%q) = %v, want error %t", tc.reason, tc.dir, err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "E2E_OUTPUT") {
+				t.Errorf("%s\nerror %q does not say how to fix it (E2E_OUTPUT)", tc.reason, err)
+			}
+		})
+	}
+}
