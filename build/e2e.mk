@@ -114,6 +114,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 		E2E_SCALE=$(E2E_SCALE) E2E_SCALE_CLAIMS=$(E2E_SCALE_CLAIMS) E2E_AUDIT=$(E2E_AUDIT) \
 		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
+		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \

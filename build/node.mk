@@ -23,7 +23,9 @@ endif
 # Debian bookworm packages, pinned. containerd, runc and the CNI plugins run the pods; iptables
 # is what the kubelet programs its canary chains with; conntrack is what it flushes stale UDP
 # flows with; memcached is the binary the memcached image is built from; iproute2 sets up the
-# node's bridge; ipset (with iptables) is what kube-router's network policy firewall programs.
+# node's bridge; ipset (with iptables) is what kube-router's network policy firewall programs;
+# python3-pymemcache (and six, which it imports) is the Python client the pymemcache
+# application image is built with.
 NODE_PACKAGES := \
 	containerd=1.6.20~ds1-1+deb12u3 \
 	runc=1.1.5+ds1-1+deb12u1 \
@@ -32,7 +34,9 @@ NODE_PACKAGES := \
 	ipset=7.17-1 \
 	conntrack=1:1.4.7-1+b2 \
 	$(MEMCACHED_PACKAGE) \
-	iproute2=6.1.0-3
+	iproute2=6.1.0-3 \
+	python3-pymemcache=3.5.2-1 \
+	python3-six=1.16.0-4
 
 MEMCACHED_EXPORTER_VERSION := 0.14.4
 KUBE_ROUTER_VERSION := v2.1.0

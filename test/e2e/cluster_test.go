@@ -5,13 +5,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bradfitz/gomemcache/memcache"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -232,25 +235,33 @@ func TestClusterDefaultRuntime(t *testing.T) {
 }
 
 // An application in the claim's namespace mounts the claim's connection Secret and uses
-// exactly what it says through a real client library (gomemcache, test/e2e/cmd/memcached-app):
-// the endpoint, the headless Service's name, resolved by CoreDNS to the replicas' own
-// addresses (no ClusterIP: kube-proxy is not on this path); with auth and TLS on, the application authenticates with the Secret's credentials
-// and verifies the certificate against its ca.crt with its host as server name.
+// exactly what it says through real client libraries: the endpoint, the headless Service's
+// name, resolved by CoreDNS to the replicas' own addresses (no ClusterIP: kube-proxy is not on
+// this path). gomemcache (test/e2e/cmd/memcached-app) works in every mode, authenticating with
+// the Secret's credentials from its dialer and verifying the certificate against ca.crt with
+// host as server name; pymemcache (test/e2e/apps/pymemcache, Debian's) works plain and with
+// TLS, and with auth on the server refuses it, as docs/clients.md says: it speaks no
+// text-protocol authentication.
 func TestClusterAppUsesConnectionSecret(t *testing.T) {
 	requireCluster(t)
 	ns := newNamespace(t, "cluster-app")
 	ca := newCA(t)
-	writeTLSSecret(t, ca, ns, "secure-tls", "secure")
+	for _, n := range []string{"tls", "secure"} {
+		writeTLSSecret(t, ca, ns, n+"-tls", n)
+	}
 	cases := []struct {
 		reason, name string
 		spec         map[string]any
-		want         string
+		mode         string
+		// pymemcache is what the pymemcache application says, after "<endpoint> ".
+		pymemcache string
 	}{
-		{"plain: the endpoint alone", "plain", nil, "(plain)"},
-		{"auth and TLS: the credentials and the CA too", "secure", map[string]any{
+		{"plain: the endpoint alone", "plain", nil, "(plain)", "(plain) with pymemcache 3.5.2"},
+		{"TLS: the CA too", "tls", map[string]any{"tls": map[string]any{"secretName": "tls-tls"}}, "(tls)", "(tls) with pymemcache 3.5.2"},
+		{"auth and TLS: the credentials and the CA", "secure", map[string]any{
 			"auth": map[string]any{"enabled": true},
 			"tls":  map[string]any{"secretName": "secure-tls"},
-		}, "(tls+auth)"},
+		}, "(tls+auth)", ""},
 	}
 	for _, c := range cases {
 		apply(t, newNodeClaim(ns, c.name, 2, c.spec))
@@ -258,11 +269,20 @@ func TestClusterAppUsesConnectionSecret(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			waitAvailable(t, claimGVK, ns, c.name, 2)
-			msg := runApp(t, ns, c.name+"-app", c.name+"-memcached")
-			want := fmt.Sprintf("ok: set and got app-key on %s.%s.svc.cluster.local:11211 %s", c.name, ns, c.want)
-			if msg != want {
-				t.Errorf("%s: the application said %q, want %q", c.reason, msg, want)
+			endpoint := fmt.Sprintf("%s.%s.svc.cluster.local:11211", c.name, ns)
+			msg := runApp(t, ns, c.name+"-app", c.name+"-memcached", env.ClusterImages.App)
+			if want := "ok: set and got app-key on " + endpoint + " " + c.mode; msg != want {
+				t.Errorf("%s: gomemcache said %q, want %q", c.reason, msg, want)
 			}
+			startApp(t, ns, c.name+"-py", c.name+"-memcached", env.ClusterImages.Pymemcache)
+			msg, ok := waitApp(t, ns, c.name+"-py")
+			switch want := "ok: set and got app-key on " + endpoint + " " + c.pymemcache; {
+			case c.pymemcache != "" && (!ok || msg != want):
+				t.Errorf("%s: pymemcache said %q (succeeded %t), want %q", c.reason, msg, ok, want)
+			case c.pymemcache == "" && (ok || !strings.Contains(msg, "authentication failure")):
+				t.Errorf("%s: pymemcache said %q (succeeded %t), want memcached's refusal: it cannot authenticate", c.reason, msg, ok)
+			}
+			t.Logf("pymemcache: %s", msg)
 		})
 	}
 }
@@ -273,9 +293,19 @@ const appTimeout = 2 * time.Minute
 // runApp runs the application in namespace ns with the connection Secret secret mounted,
 // as a pod that must pass the restricted Pod Security Standard, and returns what it said
 // (its termination message); the test fails when it did not succeed.
-func runApp(t *testing.T, ns, name, secret string, args ...string) string {
+func runApp(t *testing.T, ns, name, secret, image string, args ...string) string {
 	t.Helper()
-	ctx := context.Background()
+	startApp(t, ns, name, secret, image, args...)
+	msg, ok := waitApp(t, ns, name)
+	if !ok {
+		t.Fatalf("application %s failed: %q (its log: %s)", name, msg, podLog(ns, name))
+	}
+	return msg
+}
+
+// startApp starts the application pod runApp describes, from image.
+func startApp(t *testing.T, ns, name, secret, image string, args ...string) {
+	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.PodSpec{
@@ -286,7 +316,7 @@ func runApp(t *testing.T, ns, name, secret string, args ...string) string {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name: "app", Image: env.ClusterImages.App, Args: args,
+				Name: "app", Image: image, Args: args,
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -296,12 +326,18 @@ func runApp(t *testing.T, ns, name, secret string, args ...string) string {
 			Volumes: []corev1.Volume{{Name: "memcached", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
 		},
 	}
-	if _, err := env.Kube.Typed.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Kube.Typed.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("cannot run the application: %v", err)
 	}
+}
+
+// waitApp waits for the application pod to finish and returns its termination message and
+// whether it succeeded; the test fails when it did not finish.
+func waitApp(t *testing.T, ns, name string) (string, bool) {
+	t.Helper()
 	var msg string
 	var phase corev1.PodPhase
-	err := kube.Wait(ctx, appTimeout, "application "+ns+"/"+name+" done", func(ctx context.Context) error {
+	err := kube.Wait(context.Background(), appTimeout, "application "+ns+"/"+name+" done", func(ctx context.Context) error {
 		p, err := env.Kube.Typed.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -316,10 +352,27 @@ func runApp(t *testing.T, ns, name, secret string, args ...string) string {
 		}
 		return nil
 	})
-	if err != nil || phase != corev1.PodSucceeded {
+	if err != nil {
 		t.Fatalf("application %s: %v %s: %q (its log: %s)", name, err, phase, msg, podLog(ns, name))
 	}
-	return msg
+	return strings.TrimSpace(msg), phase == corev1.PodSucceeded
+}
+
+// waitLog waits until the running application's log has a line starting with prefix.
+func waitLog(t *testing.T, ns, name, prefix string) {
+	t.Helper()
+	err := kube.Wait(context.Background(), appTimeout, "application "+ns+"/"+name+" to print "+prefix, func(context.Context) error {
+		for l := range strings.Lines(podLog(ns, name)) {
+			// The kubelet's CRI log format: time, stream, tag, then the line.
+			if f := strings.SplitN(l, " ", 4); len(f) == 4 && strings.HasPrefix(f[3], prefix) {
+				return nil
+			}
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		t.Fatalf("%v (its log: %s)", err, podLog(ns, name))
+	}
 }
 
 // podLog is the log of the pod's first container as the kubelet wrote it, for a failure
@@ -334,11 +387,91 @@ func podLog(ns, name string) string {
 	return b.String()
 }
 
+// A sharding client as production services run one (gomemcache over a ServerList that the
+// application refreshes from DNS every second, as dskit's memcached client does for Loki and
+// Mimir) finds every replica of a claim from the connection Secret's srv record alone,
+// spreads keys over all of them, and follows a resize: once the claim grows from 2 to 3, the
+// third replica gets its share of new keys, and the first two kept theirs (growing restarts
+// nothing). Where each key is, the suite reads from each replica itself.
+func TestClusterShardingClient(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "cluster-shard")
+	apply(t, newNodeClaim(ns, "shards", 2, nil))
+	waitAvailable(t, claimGVK, ns, "shards", 2)
+	before, err := livePods(ctx, ns, "shards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 200
+	startApp(t, ns, "shard-app", "shards-memcached", env.ClusterImages.App, "--follow=2,3", fmt.Sprintf("--keys=%d", keys))
+	waitLog(t, ns, "shard-app", "batch 2:")
+	resize(t, claimGVK, ns, "shards", 3)
+	msg, ok := waitApp(t, ns, "shard-app")
+	if !ok {
+		t.Fatalf("the sharding client failed: %q (its log: %s)", msg, podLog(ns, "shard-app"))
+	}
+	want := fmt.Sprintf("ok: followed _memcached._tcp.shards.%s.svc.cluster.local: 2 servers, %d keys; 3 servers, %d keys", ns, keys, keys)
+	if msg != want {
+		t.Errorf("the sharding client said %q, want %q", msg, want)
+	}
+	waitAvailable(t, claimGVK, ns, "shards", 3)
+	after, err := livePods(ctx, ns, "shards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before {
+		if !slices.ContainsFunc(after, func(q corev1.Pod) bool { return q.UID == p.UID }) {
+			t.Errorf("replica %s was replaced by the resize: its keys are lost", p.Name)
+		}
+	}
+	for _, b := range []struct {
+		servers int
+		pods    []corev1.Pod
+	}{{2, before}, {3, after}} {
+		if len(b.pods) != b.servers {
+			t.Fatalf("batch %d: %d replicas, want %d", b.servers, len(b.pods), b.servers)
+		}
+		held := heldKeys(t, b.pods, fmt.Sprintf("batch-%d-", b.servers), keys)
+		total := 0
+		for pod, n := range held {
+			total += n
+			if n == 0 {
+				t.Errorf("batch %d: replica %s holds none of the %d keys: the client does not spread over it", b.servers, pod, keys)
+			}
+		}
+		if total != keys {
+			t.Errorf("batch %d: the replicas hold %d keys (%v), want each of the %d on exactly one", b.servers, total, held, keys)
+		}
+		t.Logf("batch %d: keys per replica %v", b.servers, held)
+	}
+}
+
+// heldKeys asks each pod's memcached, at its own address, which of the keys prefix0… it holds.
+func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[string]int {
+	t.Helper()
+	var names []string
+	for i := range keys {
+		names = append(names, prefix+strconv.Itoa(i))
+	}
+	held := map[string]int{}
+	for _, p := range pods {
+		c := memcache.New(net.JoinHostPort(p.Status.PodIP, "11211"))
+		got, err := c.GetMulti(names)
+		if err != nil {
+			t.Fatalf("cannot read %s's keys: %v", p.Name, err)
+		}
+		held[p.Name] = len(got)
+	}
+	return held
+}
+
 // A size-2 claim on two nodes with room gets one replica per node, placed by the real
 // scheduler from the rendered soft anti-affinity and zone spread alone. Draining one node as
 // `kubectl drain` does (cordon, then the Eviction API for every pod but DaemonSets', retried
 // while a PodDisruptionBudget refuses) moves its replica to the other node; the claim
-// is Available with both replicas again, the PodDisruptionBudget never let both go at once,
+// says it is Degraded with one replica available until the evicted one runs on the other node,
+// then is Available with both again; the PodDisruptionBudget never let both go at once,
 // and everything else on the node (Crossplane, the function, the provider, CoreDNS) runs
 // again elsewhere. Last in this file: it leaves one node uncordoned only at its end.
 func TestClusterSpreadAndDrain(t *testing.T) {
@@ -358,35 +491,78 @@ func TestClusterSpreadAndDrain(t *testing.T) {
 		t.Fatalf("the claim's PodDisruptionBudget: %v", err)
 	}
 
+	// Drain the node Crossplane is not on, so that what the claim says during the drain is
+	// Crossplane's word on it and not a status left from before Crossplane moved.
+	cp, err := env.Kube.Typed.CoreV1().Pods(crossplane.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=crossplane"})
+	if err != nil || len(cp.Items) != 1 {
+		t.Fatalf("want Crossplane's one pod: %v", err)
+	}
 	drained := pods[0].Spec.NodeName
+	if drained == cp.Items[0].Spec.NodeName {
+		drained = pods[1].Spec.NodeName
+	}
 	t.Cleanup(func() { setUnschedulable(t, drained, false) })
 	setUnschedulable(t, drained, true)
-	// Watch the claim's Deployment while draining: the budget must keep one replica
-	// available throughout.
+	// Watch the claim and its Deployment while draining and until the claim is whole again:
+	// the budget must keep one replica available throughout, and the claim must say when it
+	// has lost one.
 	stop := make(chan struct{})
-	minAvailable := make(chan int32, 1)
+	type watched struct {
+		least  int32
+		states []string
+	}
+	seen := make(chan watched, 1)
 	go func() {
-		least := int32(2)
+		w := watched{least: 2}
 		for {
 			select {
 			case <-stop:
-				minAvailable <- least
+				seen <- w
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
 			if d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "spread", metav1.GetOptions{}); err == nil {
-				least = min(least, d.Status.AvailableReplicas)
+				w.least = min(w.least, d.Status.AvailableReplicas)
+			}
+			if m, err := getMemcached(ctx, claimGVK, ns, "spread"); err == nil {
+				if st := m.Available + " " + m.AvailableReason + ": " + m.Message; len(w.states) == 0 || w.states[len(w.states)-1] != st {
+					w.states = append(w.states, st)
+				}
 			}
 		}
 	}()
-	evicted := drain(t, drained)
-	close(stop)
-	if least := <-minAvailable; least < 1 {
-		t.Errorf("the claim's available replicas fell to %d during the drain; its PodDisruptionBudget allows one unavailable", least)
+	// The claim's replica first, as `kubectl drain --pod-selector` does, so that its loss is
+	// not hidden by the function's or Crossplane's own eviction in the same breath; then the
+	// rest of the node.
+	d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "spread", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("drained %s: evicted %v", drained, evicted)
-
+	evicted := drain(t, drained, metav1.FormatLabelSelector(d.Spec.Selector))
+	err = kube.Wait(ctx, defaultTimeout, "the claim's Deployment whole again", func(ctx context.Context) error {
+		d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "spread", metav1.GetOptions{})
+		if err != nil || d.Status.AvailableReplicas != 2 {
+			return errors.Errorf("not yet: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitAvailable(t, claimGVK, ns, "spread", 2)
+	evicted = append(evicted, drain(t, drained, "")...)
+	t.Logf("drained %s: evicted %v", drained, evicted)
+	waitAvailable(t, claimGVK, ns, "spread", 2)
+	close(stop)
+	w := <-seen
+	if w.least < 1 {
+		t.Errorf("the claim's available replicas fell to %d during the drain; its PodDisruptionBudget allows one unavailable", w.least)
+	}
+	t.Logf("the claim's Available condition during the drain: %q", w.states)
+	lost := "False Degraded: 1/2 replicas available" // then, maybe, why the other is not
+	if !slices.ContainsFunc(w.states, func(s string) bool { return strings.HasPrefix(s, lost) }) {
+		t.Errorf("the claim never said it lost a replica (%q), it said %q", lost, w.states)
+	}
 	pods, err = livePods(ctx, ns, "spread")
 	if err != nil {
 		t.Fatal(err)
@@ -436,15 +612,16 @@ func setUnschedulable(t *testing.T, node string, on bool) {
 // pods gone.
 const drainTimeout = 3 * time.Minute
 
-// drain evicts every pod on node but DaemonSets' through the Eviction API, retrying those a
-// PodDisruptionBudget refuses (429), as `kubectl drain --ignore-daemonsets` does, and waits
-// until they are gone. It returns the pods it evicted.
-func drain(t *testing.T, node string) []string {
+// drain evicts every pod on node but DaemonSets' (those matching selector, when not empty)
+// through the Eviction API, retrying those a PodDisruptionBudget refuses (429), as `kubectl
+// drain --ignore-daemonsets [--pod-selector]` does, and waits until they are gone. It returns
+// the pods it evicted.
+func drain(t *testing.T, node, selector string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var evicted []string
 	err := kube.Wait(ctx, drainTimeout, "node "+node+" drained", func(ctx context.Context) error {
-		list, err := env.Kube.Typed.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		list, err := env.Kube.Typed.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node, LabelSelector: selector})
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/provider"
 	"github.com/example/function-memcached/test/e2e/internal/workload"
 )
 
@@ -65,9 +67,26 @@ var shared struct {
 	err  error
 }
 
-// workloads returns the two shared workload clusters, starting them on first use.
+// hostProvider returns the provider the suite installed and runs as a process of its own. The
+// production-shaped lane has none: Crossplane runs the provider there (TestClusterDefaultRuntime
+// checks it), so a scenario that reads or restarts the suite's process skips in that lane.
+func hostProvider(t *testing.T) *provider.Provider {
+	t.Helper()
+	if env.Provider == nil {
+		t.Skip("the provider runs under Crossplane's Default runtime in this lane: TestClusterDefaultRuntime checks its install")
+	}
+	return env.Provider
+}
+
+// workloads returns the two shared workload clusters, starting them on first use. When the
+// production-shaped lane follows this run (E2E_WORKLOADS_IN_CLUSTER=1, as `make e2e` sets
+// it), the scenarios that use them skip here and run there, with the provider as Crossplane
+// runs it.
 func workloads(t *testing.T) (a, b *workloadCluster) {
 	t.Helper()
+	if env.Cluster == nil && os.Getenv("E2E_WORKLOADS_IN_CLUSTER") == "1" {
+		t.Skip("the production-shaped lane runs this scenario, with the provider in a pod (make e2e-cluster)")
+	}
 	shared.once.Do(func() {
 		var wg sync.WaitGroup
 		var errA, errB error
@@ -324,6 +343,10 @@ func waitOn(t *testing.T, c *kube.Client, gvk schema.GroupVersionKind, namespace
 // pods named name in namespace of the cluster c reaches, and waits until they are available.
 func appDeployment(t *testing.T, c *kube.Client, namespace, name string, replicas int) *unstructured.Unstructured {
 	t.Helper()
+	image := "registry.example.com/shop:1.0" // kwok runs any name
+	if c == env.Kube && env.Cluster != nil {
+		image = env.Images.Pause // the production-shaped lane's real nodes pull it
+	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1",
 		"kind":       "Deployment",
@@ -337,7 +360,7 @@ func appDeployment(t *testing.T, c *kube.Client, namespace, name string, replica
 					"automountServiceAccountToken": false,
 					"securityContext":              map[string]any{"runAsNonRoot": true, "runAsUser": int64(1000), "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
 					"containers": []any{map[string]any{
-						"name": "app", "image": "registry.example.com/shop:1.0",
+						"name": "app", "image": image,
 						"securityContext": map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}},
 					}},
 				},

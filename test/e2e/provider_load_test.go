@@ -65,6 +65,7 @@ const (
 func TestProviderLoad(t *testing.T) {
 	n := optIn(t, "E2E_PROVIDER_LOAD", "make e2e-provider-load) to run 500 Instances over two workload clusters", "E2E_PROVIDER_INSTANCES", 500, 2)
 	ctx := context.Background()
+	hostProvider(t)
 	a, b := workloads(t)
 
 	// The provider as it ships, serving profiles on a free port.

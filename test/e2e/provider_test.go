@@ -27,7 +27,7 @@ import (
 func TestProviderInstalledFromPackage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := env.Provider
+	p := hostProvider(t)
 
 	u := get(t, provider.ProviderGVK, "", provider.Name)
 	if pkg, _, _ := unstructured.NestedString(u.Object, "spec", "package"); pkg != p.Package || !slices.Contains([]string{"True"}, condition(u, "Installed")) || condition(u, "Healthy") != "True" {

@@ -6,7 +6,8 @@
 // of "username password", sent on each new connection before gomemcache uses it).
 //
 // It sets a key, gets it back, prints what it did and exits 0; on any error it prints it and
-// exits 1. Its last line goes to /dev/termination-log too, where the kubelet puts it in the
+// exits 1. With --follow it is a sharding client instead (follow.go): gomemcache over the
+// replicas DNS names for the Secret's srv, refreshed every second. Its last line goes to /dev/termination-log too, where the kubelet puts it in the
 // pod's status.
 package main
 
@@ -31,8 +32,20 @@ import (
 func main() {
 	dir := flag.String("secret", "/etc/memcached", "the directory the connection Secret is mounted at")
 	key := flag.String("key", "app-key", "the key to set and get")
+	followed := flag.String("follow", "", "server counts to wait for in turn, writing a batch of keys at each (e.g. 2,3)")
+	keys := flag.Int("keys", 200, "keys in each batch, with --follow")
+	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for each count with --follow")
 	flag.Parse()
-	msg, err := run(*dir, *key)
+	var msg string
+	var err error
+	if *followed == "" {
+		msg, err = run(*dir, *key)
+	} else {
+		var n []int
+		if n, err = counts(*followed); err == nil {
+			msg, err = follow(*dir, n, *keys, *timeout)
+		}
+	}
 	if err != nil {
 		msg = "error: " + err.Error()
 	}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -105,23 +104,12 @@ func KubeProxy(bin string) (v1.Image, error) {
 		return nil, err
 	}
 	files := []File{f}
-	libs := map[string]File{}
-	addLibs := func(bin string) error {
-		ls, err := Libraries(bin)
-		for _, l := range ls {
-			libs[l.Path] = l
-		}
-		return err
-	}
 	for _, n := range iptablesNames {
 		f, err := HostFile(xtablesMulti, "/usr/sbin/"+n)
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, f)
-	}
-	if err := addLibs(xtablesMulti); err != nil {
-		return nil, err
 	}
 	modules, err := filepath.Glob(filepath.Join(xtablesModules, "*.so"))
 	if err != nil || len(modules) == 0 {
@@ -133,17 +121,11 @@ func KubeProxy(bin string) (v1.Image, error) {
 			return nil, err
 		}
 		files = append(files, f)
-		if err := addLibs(m); err != nil {
-			return nil, err
-		}
 	}
-	paths := make([]string, 0, len(libs))
-	for p := range libs {
-		paths = append(paths, p)
+	libs, err := librariesOf(append([]string{xtablesMulti}, modules...)...)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		files = append(files, libs[p])
-	}
+	files = append(files, libs...)
 	return Build(Spec{Files: files, User: "0:0", Entrypoint: []string{"/usr/local/bin/kube-proxy"}})
 }

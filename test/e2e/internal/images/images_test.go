@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -234,5 +235,91 @@ func TestCrossplaneLayout(t *testing.T) {
 	}
 	if cf.Config.User != "65532" || !cmp.Equal(cf.Config.Entrypoint, []string{"/bin/crossplane"}) {
 		t.Errorf("user %q entrypoint %q, want 65532 and /bin/crossplane", cf.Config.User, cf.Config.Entrypoint)
+	}
+}
+
+// The pymemcache application's image holds Debian's interpreter under both its names, the
+// libraries its modules load, the standard library without what an application does not run,
+// pymemcache and six, and the script as the entrypoint's argument, run as nonroot.
+func TestPymemcacheAppLayout(t *testing.T) {
+	for _, p := range []string{HostPython, HostPymemcache, hostSix} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("%s is not installed (Debian packages python3.11 and python3-pymemcache; `make node-packages` installs them): %v", p, err)
+		}
+	}
+	script := filepath.Join(t.TempDir(), "app.py")
+	if err := os.WriteFile(script, []byte("print('ok')\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	img, err := PymemcacheApp(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]entry{}
+	for _, e := range entries(t, img) {
+		if e.Type == tar.TypeReg {
+			files[e.Name] = e
+		}
+	}
+	host := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(p) //nolint:gosec // The host's packaged files.
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	ssl, err := filepath.Glob(filepath.Join(pythonDynload, "_ssl.*.so"))
+	if err != nil || len(ssl) != 1 {
+		t.Fatalf("the host's _ssl module: %v, %v", ssl, err)
+	}
+	cases := map[string]struct {
+		reason string
+		path   string
+		want   string
+	}{
+		"Interpreter":     {reason: "The interpreter is Debian's.", path: "usr/bin/python3.11", want: host(HostPython)},
+		"Python3":         {reason: "The entrypoint calls it python3.", path: "usr/bin/python3", want: host(HostPython)},
+		"Stdlib":          {reason: "The standard library is there, sources only.", path: "usr/lib/python3.11/ssl.py", want: host(pythonStdlib + "/ssl.py")},
+		"ExtensionModule": {reason: "Extension modules are there: ssl needs _ssl.", path: ssl[0][1:], want: host(ssl[0])},
+		"Pymemcache":      {reason: "pymemcache is Debian's.", path: "usr/lib/python3/dist-packages/pymemcache/client/base.py", want: host(HostPymemcache + "/client/base.py")},
+		"Six":             {reason: "pymemcache imports six.", path: "usr/lib/python3/dist-packages/six.py", want: host(hostSix)},
+		"Script":          {reason: "The script is at /app/app.py.", path: "app/app.py", want: "print('ok')\n"},
+		"NoTests":         {reason: "pymemcache's tests are left out.", path: "usr/lib/python3/dist-packages/pymemcache/test/__init__.py"},
+		"NoByteCode":      {reason: "The host's byte code is left out.", path: "usr/lib/python3.11/__pycache__/ssl.cpython-311.pyc"},
+		"NoStaticLibrary": {reason: "The files for building extensions are left out.", path: "usr/lib/python3.11/config-3.11-x86_64-linux-gnu/Makefile"},
+		"NoTestSuite":     {reason: "The standard library's tests are left out.", path: "usr/lib/python3.11/test/regrtest.py"},
+		"NonrootPasswd":   {reason: "/etc/passwd names nonroot.", path: "etc/passwd", want: string(nonrootFiles()[0].Content)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := files[tc.path]
+			if tc.want == "" {
+				if _, err := os.Stat("/" + tc.path); err != nil {
+					t.Skipf("the host has no /%s to leave out", tc.path)
+				}
+				if ok {
+					t.Errorf("%s\n%s is in the image", tc.reason, tc.path)
+				}
+				return
+			}
+			if !ok || got.Content != tc.want {
+				t.Errorf("%s\n%s: in the image %t, content as wanted %t", tc.reason, tc.path, ok, got.Content == tc.want)
+			}
+		})
+	}
+	var libssl bool
+	for name := range files {
+		libssl = libssl || strings.HasPrefix(path.Base(name), "libssl.so")
+	}
+	if !libssl {
+		t.Error("no libssl in the image: _ssl cannot load")
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != nonroot || !cmp.Equal(cf.Config.Entrypoint, []string{"/usr/bin/python3", "/app/app.py"}) {
+		t.Errorf("user %q entrypoint %q, want %s and /usr/bin/python3 /app/app.py", cf.Config.User, cf.Config.Entrypoint, nonroot)
 	}
 }

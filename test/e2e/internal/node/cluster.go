@@ -193,6 +193,7 @@ func checkFree(cidr string) error {
 func (c *Cluster) Start(ctx context.Context, o Options) error {
 	for i := range c.places {
 		c.places[i].registry, c.places[i].registryCA, c.places[i].clusterDNS = o.Registry, o.RegistryCA, o.ClusterDNS
+		c.places[i].mirrors = o.Mirrors
 	}
 	for i, p := range c.places {
 		no := o

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // KubeletPort is where the kubelet serves on the node's address (nothing else listens there).
@@ -61,13 +62,22 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	)
 }
 
-// registryConfig tells containerd how to reach the suite's registry.
+// registryConfig tells containerd how to reach the suite's registry, and which registries
+// it mirrors.
 func registryConfig(p placement) string {
 	if p.registryCA != "" {
-		return fmt.Sprintf(`  # The suite's registry serves TLS with a certificate of the suite's own CA.
+		var b strings.Builder
+		fmt.Fprintf(&b, `  # The suite's registry serves TLS with a certificate of the suite's own CA.
   [plugins."io.containerd.grpc.v1.cri".registry.configs.%q.tls]
     ca_file = %q
 `, p.registry, p.registryCA)
+		for _, m := range p.mirrors {
+			fmt.Fprintf(&b, `  # %[1]s's images come from the suite's registry, as behind a pull-through mirror.
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%[1]q]
+    endpoint = [%[2]q]
+`, m, "https://"+p.registry)
+		}
+		return b.String()
 	}
 	return fmt.Sprintf(`  # The suite's registry serves plain HTTP on 127.0.0.1; the mirror says so.
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors.%q]

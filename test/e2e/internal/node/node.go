@@ -83,6 +83,9 @@ type Options struct {
 	// RegistryCA is the file of the CA the registry's certificate is signed by, and
 	// ClusterDNS the DNS Service's ClusterIP: a cluster's nodes only (Cluster.Start).
 	RegistryCA, ClusterDNS string
+	// Mirrors are registry hosts (docker.io, …) whose images the nodes pull from the suite's
+	// registry instead, as a cluster behind a pull-through mirror does: a cluster's nodes only.
+	Mirrors []string
 }
 
 // A Node is a running real node.

@@ -28,6 +28,8 @@ type placement struct {
 	// registry is the suite's registry as the node pulls from it; registryCA, when set, the
 	// file of the CA its TLS certificate is signed by (else it is plain HTTP).
 	registry, registryCA string
+	// mirrors are the registry hosts pulled from registry instead (TLS registries only).
+	mirrors []string
 }
 
 // lanePlacement is the node lane's real node.

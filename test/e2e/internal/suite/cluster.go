@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,6 +119,9 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 	if e.Images, err = images.BuildLane(ctx, e.Registry.Host, e.BinDir); err != nil {
 		return err
 	}
+	if e.clusterMirrors, err = e.mirrorExampleImages(ctx); err != nil {
+		return err
+	}
 	for _, ref := range []*string{&e.Images.Pause, &e.Images.Memcached, &e.Images.Exporter, &e.Images.Reach} {
 		*ref = e.ClusterRef(*ref)
 	}
@@ -135,6 +139,9 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 		{&e.ClusterImages.App, "e2e/memcached-app:1", func() (v1.Image, error) {
 			return images.Program(filepath.Join(e.BinDir, "memcached-app"), "/memcached-app")
 		}},
+		{&e.ClusterImages.Pymemcache, "e2e/pymemcache-app:1", func() (v1.Image, error) {
+			return images.PymemcacheApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "pymemcache", "app.py"))
+		}},
 	} {
 		img, err := i.build()
 		if err != nil {
@@ -149,14 +156,51 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 	return nil
 }
 
+// mirrorExampleImages serves the images example/composition.yaml names (memcached, the
+// exporter, the auth proxy) from the suite's registry under their own names, and returns their
+// registries, which the nodes pull from it as from a mirror: the example Composition runs on
+// the real nodes unchanged, as it would in a cluster behind a pull-through mirror. What is
+// served is the lane's own build of each (Debian's memcached, the pinned exporter, this
+// repository's auth proxy), not the upstream image of that tag.
+func (e *Env) mirrorExampleImages(ctx context.Context) ([]string, error) {
+	objs, err := kube.ReadObjects(filepath.Join(e.RepoRoot, "example", "composition.yaml"))
+	if err != nil || len(objs) != 1 {
+		return nil, errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
+	}
+	pipeline, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "pipeline")
+	if len(pipeline) != 1 {
+		return nil, errors.New("example/composition.yaml: want one pipeline step")
+	}
+	authProxy, err := images.AuthProxy(ctx, e.RepoRoot, e.Registry.Host)
+	if err != nil {
+		return nil, err
+	}
+	var registries []string
+	for key, src := range map[string]string{"image": e.Images.Memcached, "exporterImage": e.Images.Exporter, "authProxyImage": authProxy} {
+		as, _, _ := unstructured.NestedString(pipeline[0].(map[string]any), "input", "defaults", key)
+		if as == "" {
+			return nil, errors.Errorf("example/composition.yaml names no defaults.%s", key)
+		}
+		r, err := images.Mirror(ctx, e.Registry.Host, src, as)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(registries, r) {
+			registries = append(registries, r)
+		}
+	}
+	slices.Sort(registries)
+	return registries, nil
+}
+
 // CrossplaneVersion is the version of the pinned Crossplane core the lane's image holds.
 const CrossplaneVersion = "v2.4.0"
 
 // ClusterImages are the cluster's own images in the registry, as the nodes pull them: its
-// add-ons', Crossplane's, and App, an application on a real client library
-// (test/e2e/cmd/memcached-app).
+// add-ons', Crossplane's, and applications on real client libraries: App on gomemcache
+// (test/e2e/cmd/memcached-app), Pymemcache on pymemcache (test/e2e/apps/pymemcache).
 type ClusterImages struct {
-	Crossplane, CoreDNS, KubeProxy, App string
+	Crossplane, CoreDNS, KubeProxy, App, Pymemcache string
 }
 
 func (e *Env) startClusterNodes(ctx context.Context) error {
@@ -170,6 +214,7 @@ func (e *Env) startClusterNodes(ctx context.Context) error {
 		Kube:       e.Kube,
 		Registry:   e.Registry.TLSHost,
 		RegistryCA: ca,
+		Mirrors:    e.clusterMirrors,
 		ClusterDNS: ClusterDNS,
 		PauseImage: e.Images.Pause,
 	}); err != nil {

@@ -135,8 +135,11 @@ type Env struct {
 	// Cluster is the cluster lane's real nodes, ClusterImages its add-ons' and Crossplane's
 	// images, RegistryCA the registry's CA (PEM) there and ProviderPackage the provider's
 	// package reference; all empty in the other lanes.
-	Cluster         *node.Cluster
-	ClusterImages   ClusterImages
+	Cluster       *node.Cluster
+	ClusterImages ClusterImages
+	// clusterMirrors are the registries the lane's nodes pull from the suite's registry
+	// (mirrorExampleImages).
+	clusterMirrors  []string
 	RegistryCA      []byte
 	ProviderPackage string
 
