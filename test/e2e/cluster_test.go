@@ -396,13 +396,7 @@ func podLog(ns, name string) string {
 func TestClusterShardingClient(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "cluster-shard")
-	apply(t, newNodeClaim(ns, "shards", 2, nil))
-	waitAvailable(t, claimGVK, ns, "shards", 2)
-	before, err := livePods(ctx, ns, "shards")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, before := availableClaim(t, "cluster-shard", "shards", 2)
 	const keys = 200
 	startApp(t, ns, "shard-app", "shards-memcached", env.ClusterImages.App, "--follow=2,3", fmt.Sprintf("--keys=%d", keys))
 	waitLog(t, ns, "shard-app", "batch 2:")
@@ -447,6 +441,20 @@ func TestClusterShardingClient(t *testing.T) {
 	}
 }
 
+// availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,
+// waits until it is Available and returns the namespace and the claim's pods.
+func availableClaim(t *testing.T, prefix, name string, size int) (string, []corev1.Pod) {
+	t.Helper()
+	ns := newNamespace(t, prefix)
+	apply(t, newNodeClaim(ns, name, size, nil))
+	waitAvailable(t, claimGVK, ns, name, size)
+	pods, err := livePods(context.Background(), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns, pods
+}
+
 // heldKeys asks each pod's memcached, at its own address, which of the keys prefix0… it holds.
 func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[string]int {
 	t.Helper()
@@ -477,13 +485,7 @@ func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[stri
 func TestClusterSpreadAndDrain(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
-	ns := newNamespace(t, "cluster-drain")
-	apply(t, newNodeClaim(ns, "spread", 2, nil))
-	waitAvailable(t, claimGVK, ns, "spread", 2)
-	pods, err := livePods(ctx, ns, "spread")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns, pods := availableClaim(t, "cluster-drain", "spread", 2)
 	if len(pods) != 2 || pods[0].Spec.NodeName == pods[1].Spec.NodeName {
 		t.Fatalf("want one replica on each node, got %v", podNodes(pods))
 	}
