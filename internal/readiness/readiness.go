@@ -134,7 +134,10 @@ func Available(d *appsv1.Deployment, w Want, previous string) Condition {
 		return Condition{Reason: ReasonResizing, Message: fmt.Sprintf("resizing to %d replicas: %s", w.Replicas, counts)}
 	case d.Status.ObservedGeneration < d.Generation:
 		return Condition{Reason: ReasonProgressing, Message: "rolling out: the Deployment controller has not seen the new spec yet, " + counts}
-	case d.Status.UpdatedReplicas != w.Replicas || d.Status.Replicas != w.Replicas:
+	case d.Status.UpdatedReplicas < d.Status.Replicas || d.Status.Replicas > w.Replicas:
+		// Pods of an older template, or a surge pod beside them: a rollout. Fewer pods than
+		// wanted, all of the current template, is a loss (an eviction, a node gone) that the
+		// ReplicaSet is making up for, not a rollout.
 		return Condition{Reason: ReasonProgressing, Message: fmt.Sprintf("rolling out: %d/%d replicas updated, %s", d.Status.UpdatedReplicas, w.Replicas, counts)}
 	case previous == ReasonProgressing:
 		// Every replica runs the new spec and some are not available yet: the rollout is

@@ -196,6 +196,21 @@ func TestAvailable(t *testing.T) {
 			args:   args{deployment(3, 3, 3, 2), want(3), ReasonProgressing},
 			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: 2/3 replicas available"},
 		},
+		"EvictedNotReplacedYet": {
+			reason: "A replica evicted (a node drain) before the ReplicaSet made its replacement leaves fewer pods than wanted, all of the current template: Degraded, not a rollout.",
+			args:   args{deployment(2, 1, 1, 1), want(2), ReasonAvailable},
+			want:   Condition{Reason: ReasonDegraded, Message: "1/2 replicas available"},
+		},
+		"EvictedReplacementStarting": {
+			reason: "Its replacement created but not ready yet: still Degraded.",
+			args:   args{deployment(2, 2, 2, 1), want(2), ReasonDegraded},
+			want:   Condition{Reason: ReasonDegraded, Message: "1/2 replicas available"},
+		},
+		"RolloutOldScaledDown": {
+			reason: "A rollout that has scaled an old replica down and not yet surged the next new one still has pods of the old template: Progressing.",
+			args:   args{deployment(3, 3, 2, 3), want(3), ReasonProgressing},
+			want:   Condition{Reason: ReasonProgressing, Message: "rolling out: 2/3 replicas updated, 3/3 replicas available"},
+		},
 		"Degraded": {
 			reason: "A replica lost with nothing changing is Degraded.",
 			args:   args{deployment(3, 3, 3, 2), want(3), ReasonAvailable},

@@ -248,23 +248,29 @@ func Version(bin string, args ...string) (string, error) {
 // registry, and returns as's registry as containerd names it in its mirror configuration
 // (docker.io for Docker Hub's images).
 func Mirror(ctx context.Context, host, src, as string) (string, error) {
-	from, err := name.ParseReference(src, name.Insecure)
-	if err != nil {
-		return "", errors.Wrapf(err, "cannot parse image reference %q", src)
-	}
 	to, err := name.NewTag(as)
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot parse image reference %q", as)
 	}
-	img, err := remote.Image(from, remote.WithContext(ctx))
-	if err != nil {
-		return "", errors.Wrapf(err, "cannot read %s", src)
-	}
-	if _, err := Push(ctx, host+"/"+to.RepositoryStr()+":"+to.TagStr(), img); err != nil {
+	if err := Copy(ctx, src, host+"/"+to.RepositoryStr()+":"+to.TagStr()); err != nil {
 		return "", err
 	}
 	if r := to.RegistryStr(); r != name.DefaultRegistry {
 		return r, nil
 	}
 	return "docker.io", nil
+}
+
+// Copy copies the image at src to dst, both on plain-HTTP loopback registries.
+func Copy(ctx context.Context, src, dst string) error {
+	from, err := name.ParseReference(src, name.Insecure)
+	if err != nil {
+		return errors.Wrapf(err, "cannot parse image reference %q", src)
+	}
+	img, err := remote.Image(from, remote.WithContext(ctx))
+	if err != nil {
+		return errors.Wrapf(err, "cannot read %s", src)
+	}
+	_, err = Push(ctx, dst, img)
+	return err
 }
