@@ -480,7 +480,7 @@ func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[stri
 // while a PodDisruptionBudget refuses) moves its replica to the other node; the claim
 // says it is Degraded with one replica available until the evicted one runs on the other node,
 // then is Available with both again; the PodDisruptionBudget never let both go at once,
-// and everything else on the node (Crossplane, the function, the provider, CoreDNS) runs
+// and everything else on the node (the function, the provider, CoreDNS, other claims) runs
 // again elsewhere. Last in this file: it leaves one node uncordoned only at its end.
 func TestClusterSpreadAndDrain(t *testing.T) {
 	requireCluster(t)

@@ -14,9 +14,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// refresh is how often a following client asks DNS for the servers, as dskit's memcached
-// client does by default (its DNS provider's update interval is a few seconds; one is kinder
-// to a test's wall clock and no harder on CoreDNS).
+// refresh is how often a following client asks DNS for the servers: every second, where
+// dskit's memcached client defaults to 30 s (addresses_lookup_period), so that a test sees a
+// resize in seconds; CoreDNS answers that rate easily.
 const refresh = time.Second
 
 // follow is the sharding client docs/api.md shows: gomemcache over a ServerList that a loop

@@ -252,7 +252,7 @@ func Mirror(ctx context.Context, host, src, as string) (string, error) {
 	if err != nil {
 		return "", errors.Wrapf(err, "cannot parse image reference %q", as)
 	}
-	if err := Copy(ctx, src, host+"/"+to.RepositoryStr()+":"+to.TagStr()); err != nil {
+	if err := copyImage(ctx, src, host+"/"+to.RepositoryStr()+":"+to.TagStr()); err != nil {
 		return "", err
 	}
 	if r := to.RegistryStr(); r != name.DefaultRegistry {
@@ -261,8 +261,8 @@ func Mirror(ctx context.Context, host, src, as string) (string, error) {
 	return "docker.io", nil
 }
 
-// Copy copies the image at src to dst, both on plain-HTTP loopback registries.
-func Copy(ctx context.Context, src, dst string) error {
+// copyImage copies the image at src to dst, both on plain-HTTP loopback registries.
+func copyImage(ctx context.Context, src, dst string) error {
 	from, err := name.ParseReference(src, name.Insecure)
 	if err != nil {
 		return errors.Wrapf(err, "cannot parse image reference %q", src)
