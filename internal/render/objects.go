@@ -26,6 +26,24 @@ const ConnectionSecretSuffix = "-connection"
 // ConnectionSecretType is the type Crossplane gives connection secrets.
 const ConnectionSecretType corev1.SecretType = "connection.crossplane.io/v1alpha1"
 
+// How a replica leaves and joins, chosen from the production-shaped lane's rollout
+// (docs/operations.md#rollouts): a replica being replaced leaves its Service's endpoints at once,
+// but clients learn that from DNS, which caches a headless Service's records for 5 seconds
+// (CoreDNS's kubernetes plugin default) and which a sharding client re-reads every second or so.
+const (
+	// DrainSeconds is how long memcached keeps serving after its pod is marked for deletion:
+	// a preStop sleep (Kubernetes' own action, since the images have no shell) that outlasts
+	// the DNS TTL and a client's refresh twice over.
+	DrainSeconds = 10
+	// TerminationGracePeriodSeconds leaves memcached 20 seconds after the drain to close its
+	// connections when it gets SIGTERM; it exits at once, so this is a bound, not a wait.
+	TerminationGracePeriodSeconds = 30
+	// MinReadySeconds counts a new replica available only once it has been Ready this long,
+	// so that a rollout takes the next old replica away only after clients can see the new
+	// one in DNS.
+	MinReadySeconds = 5
+)
+
 // Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
 // Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
 // seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
@@ -41,9 +59,10 @@ func Deployment(m Memcached) *appsv1.Deployment {
 		}
 	}
 	pod := corev1.PodSpec{
-		Containers:                   containers,
-		AutomountServiceAccountToken: ptr.To(false),
-		EnableServiceLinks:           ptr.To(false),
+		Containers:                    containers,
+		TerminationGracePeriodSeconds: ptr.To[int64](TerminationGracePeriodSeconds),
+		AutomountServiceAccountToken:  ptr.To(false),
+		EnableServiceLinks:            ptr.To(false),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   ptr.To(true),
 			RunAsUser:      ptr.To[int64](UID),
@@ -76,6 +95,7 @@ func Deployment(m Memcached) *appsv1.Deployment {
 		ObjectMeta: objectMeta(m, m.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas:             ptr.To(m.Size),
+			MinReadySeconds:      MinReadySeconds,
 			RevisionHistoryLimit: ptr.To[int32](3),
 			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			// Surge instead of taking a replica away: each replica holds a share of the
@@ -197,15 +217,17 @@ func memcachedContainer(m Memcached) corev1.Container {
 		}
 	}
 	return corev1.Container{
-		Name:            ContainerName,
-		Image:           m.Image,
-		Command:         []string{"memcached"},
-		Args:            args,
-		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
-		VolumeMounts:    volumeMounts(m),
-		Resources:       res,
-		ReadinessProbe:  probe(0),
-		LivenessProbe:   probe(10),
+		Name:           ContainerName,
+		Image:          m.Image,
+		Command:        []string{"memcached"},
+		Args:           args,
+		Ports:          []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts:   volumeMounts(m),
+		Resources:      res,
+		ReadinessProbe: probe(0),
+		LivenessProbe:  probe(10),
+		// Keep serving while clients drop this replica from their server lists.
+		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: DrainSeconds}}},
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}

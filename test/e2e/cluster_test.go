@@ -441,7 +441,47 @@ func TestClusterShardingClient(t *testing.T) {
 	}
 }
 
-// availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,
+// rolloutServe is how long the rollout scenario's client serves: the claim's three replicas
+// roll one after another, each Ready, then MinReadySeconds, then the old one's drain, in
+// about 30 s; the rest is margin for the image pull and the client's own start.
+const rolloutServe = 75 * time.Second
+
+// A rolling update of a size-3 claim (an image change, as an upgrade of memcached is) under
+// an application in steady use: the sharding client of TestClusterShardingClient, refreshing
+// its servers from DNS every second, sets and gets a key ten times a second throughout. No
+// connection is refused and no request fails: each old replica leaves DNS while it still
+// serves (its preStop drain outlasts the DNS TTL and the client's refresh), and the next one
+// goes only once the new one has been Ready for MinReadySeconds. Misses of keys set before the
+// rollout are not counted: a replaced replica starts empty, which is what a rollout costs.
+func TestClusterRolloutKeepsServing(t *testing.T) {
+	requireCluster(t)
+	ctx := context.Background()
+	ns, before := availableClaim(t, "cluster-rollout", "rolled", 3)
+	startApp(t, ns, "serve-app", "rolled-memcached", env.ClusterImages.App, "--serve="+rolloutServe.String())
+	waitLog(t, ns, "serve-app", "serving:")
+	start := time.Now()
+	if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, "rolled", fmt.Appendf(nil, `{"spec":{"image":%q}}`, env.ClusterImages.MemcachedNext)); err != nil {
+		t.Fatal(err)
+	}
+	after := requireDeploymentPods(t, ns, "rolled", env.ClusterImages.MemcachedNext)
+	waitAvailable(t, claimGVK, ns, "rolled", 3)
+	rolled := time.Since(start)
+	if len(after) != 3 {
+		t.Errorf("after the rollout: %d replicas, want 3", len(after))
+	}
+	for _, p := range before {
+		if slices.ContainsFunc(after, func(q corev1.Pod) bool { return q.UID == p.UID }) {
+			t.Errorf("replica %s was not replaced by the image change", p.Name)
+		}
+	}
+	msg, ok := waitApp(t, ns, "serve-app")
+	if !ok {
+		t.Fatalf("requests failed during the rollout: %q (its log: %s)", msg, podLog(ns, "serve-app"))
+	}
+	t.Logf("rolled 3 replicas in %.1fs; the client: %s", rolled.Seconds(), msg)
+}
+
+// availableClaim applies a lane claim// availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,
 // waits until it is Available and returns the namespace and the claim's pods.
 func availableClaim(t *testing.T, prefix, name string, size int) (string, []corev1.Pod) {
 	t.Helper()
@@ -655,4 +695,191 @@ func drain(t *testing.T, node, selector string) []string {
 		t.Fatal(err)
 	}
 	return evicted
+}
+
+// TestUpgradeKeepsPods' own Function and Composition, so that the lane's other scenarios keep
+// theirs while this one installs an earlier package and upgrades it.
+const (
+	upgradeFunction    = "function-memcached-upgrade"
+	upgradeComposition = "xmemcacheds-upgrade.cache.example.com"
+)
+
+// Upgrading the function restarts no Memcached: claims composed by the package an earlier
+// commit built (make's E2E_UPGRADE_FROM, built with that commit's own Makefile and go.mod)
+// keep every pod when the Function moves to this commit's package. Crossplane makes a new
+// FunctionRevision, rolls the function's own Deployment and deletes the old one; the claims
+// stay Available throughout (sampled every second), and once only the new function runs,
+// each claim is reconciled by it (a label change, a resize of one) and keeps its pods and
+// its Deployment's generation. It fails when a change rolls pods without moving
+// E2E_UPGRADE_FROM past a CHANGELOG.md section that says so.
+func TestUpgradeKeepsPods(t *testing.T) {
+	requireCluster(t)
+	if env.UpgradeFromXPKG == "" {
+		t.Skip("no earlier package to upgrade from (make e2e-cluster builds it: E2E_UPGRADE_FROM)")
+	}
+	ctx := context.Background()
+	earlier, err := env.Registry.Push(ctx, env.UpgradeFromXPKG, "example/function-memcached-earlier", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": suite.FunctionGVK.GroupVersion().String(), "kind": suite.FunctionGVK.Kind,
+		"metadata": map[string]any{"name": upgradeFunction},
+		"spec":     map[string]any{"package": env.ClusterRef(earlier)},
+	}}
+	apply(t, fn)
+	t.Cleanup(func() { _ = env.Kube.Delete(context.Background(), suite.FunctionGVK, "", upgradeFunction) })
+	healthy := map[string]string{"Installed": "True", "Healthy": "True"}
+	if _, err := crossplane.WaitConditions(ctx, env.Kube, defaultTimeout, suite.FunctionGVK, "", upgradeFunction, healthy); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyLaneCompositionNamed(ctx, upgradeComposition, upgradeFunction); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Kube.Delete(context.Background(), compositionGVK, "", upgradeComposition) })
+
+	ns := newNamespace(t, "cluster-upgrade")
+	claims := map[string]map[string]any{
+		"plain":  {"compositionRef": map[string]any{"name": upgradeComposition}},
+		"secure": {"compositionRef": map[string]any{"name": upgradeComposition}, "auth": map[string]any{"enabled": true}},
+	}
+	for name, spec := range claims {
+		apply(t, newNodeClaim(ns, name, 2, spec))
+	}
+	before := map[string][]corev1.Pod{}
+	generation := map[string]int64{}
+	for name := range claims {
+		waitAvailable(t, claimGVK, ns, name, 2)
+		if before[name], err = livePods(ctx, ns, name); err != nil {
+			t.Fatal(err)
+		}
+		d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		generation[name] = d.Generation
+	}
+
+	// Sample the claims every second from the upgrade on.
+	stop := make(chan struct{})
+	unavailable := make(chan string, 100)
+	go func() {
+		defer close(unavailable)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+			for name := range claims {
+				if m, err := getMemcached(ctx, claimGVK, ns, name); err == nil && m.Available != "True" {
+					select {
+					case unavailable <- name + ": " + m.String():
+					default:
+					}
+				}
+			}
+		}
+	}()
+
+	start := time.Now()
+	if _, err := env.Kube.MergePatch(ctx, suite.FunctionGVK, "", upgradeFunction, fmt.Appendf(nil, `{"spec":{"package":%q}}`, env.Package)); err != nil {
+		t.Fatal(err)
+	}
+	waitOnlyRevision(t, upgradeFunction, env.Package)
+	upgraded := time.Since(start)
+
+	// Only the new function runs now: make Crossplane reconcile each claim with it.
+	for name := range claims {
+		if _, err := env.Kube.MergePatch(ctx, claimGVK, ns, name, []byte(`{"metadata":{"labels":{"e2e.example.com/upgraded":"true"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resize(t, claimGVK, ns, "plain", 3)
+	waitAvailable(t, claimGVK, ns, "plain", 3)
+	waitAvailable(t, claimGVK, ns, "secure", 2)
+	close(stop)
+	for msg := range unavailable {
+		t.Errorf("during the upgrade a claim was not Available: %s", msg)
+	}
+
+	for name, pods := range before {
+		after, err := livePods(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if !slices.ContainsFunc(after, func(q corev1.Pod) bool { return q.UID == p.UID }) {
+				t.Errorf("claim %s: pod %s was replaced by the upgrade: its keys are lost", name, p.Name)
+			}
+		}
+	}
+	d, err := env.Kube.Typed.AppsV1().Deployments(ns).Get(ctx, "secure", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != generation["secure"] {
+		t.Errorf("claim secure: its Deployment went from generation %d to %d: the new function changed its spec", generation["secure"], d.Generation)
+	}
+	t.Logf("upgraded the function in %.1fs; %d claims kept every pod", upgraded.Seconds(), len(claims))
+}
+
+// applyLaneCompositionNamed applies the lane's Composition under name, its step calling
+// function instead of the lane's Function.
+func applyLaneCompositionNamed(ctx context.Context, name, function string) error {
+	if err := applyLaneCompositionAs(ctx, name); err != nil {
+		return err
+	}
+	c, err := env.Kube.Get(ctx, compositionGVK, "", name)
+	if err != nil {
+		return err
+	}
+	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
+	pipeline[0].(map[string]any)["functionRef"] = map[string]any{"name": function}
+	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
+		return err
+	}
+	_, err = env.Kube.Apply(ctx, c)
+	return errors.Wrapf(err, "cannot apply Composition %s", name)
+}
+
+// waitOnlyRevision waits until Function name's only running runtime is pkg's: its active
+// revision is of pkg and Healthy, and no other revision of it has a Deployment left.
+func waitOnlyRevision(t *testing.T, name, pkg string) {
+	t.Helper()
+	ctx := context.Background()
+	revs, err := env.Kube.Resource(schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1", Kind: "FunctionRevision"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = kube.Wait(ctx, defaultTimeout, "Function "+name+" to run only "+pkg, func(ctx context.Context) error {
+		list, err := revs.List(ctx, metav1.ListOptions{LabelSelector: "pkg.crossplane.io/package=" + name})
+		if err != nil {
+			return err
+		}
+		var active string
+		for _, r := range list.Items {
+			image, _, _ := unstructured.NestedString(r.Object, "spec", "image")
+			state, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState")
+			if state == "Active" && image == pkg && condition(&r, "Healthy") == "True" {
+				active = r.GetName()
+			}
+		}
+		if active == "" {
+			return errors.Errorf("no Healthy active revision of %s", pkg)
+		}
+		deployments, err := env.Kube.Typed.AppsV1().Deployments(crossplane.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, d := range deployments.Items {
+			if o := metav1.GetControllerOf(&d); o != nil && o.Kind == "FunctionRevision" && strings.HasPrefix(o.Name, name+"-") && o.Name != active {
+				return errors.Errorf("revision %s still runs Deployment %s", o.Name, d.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -81,7 +81,12 @@ func requireNode(t *testing.T) {
 }
 
 func applyLaneComposition(ctx context.Context) error {
-	return applyCompositionFromExample(ctx, laneComposition, map[string]any{
+	return applyLaneCompositionAs(ctx, laneComposition)
+}
+
+// applyLaneCompositionAs applies the lane's Composition under name.
+func applyLaneCompositionAs(ctx context.Context, name string) error {
+	return applyCompositionFromExample(ctx, name, map[string]any{
 		"apiVersion": "memcached.fn.example.com/v1beta1",
 		"kind":       "Input",
 		"defaults": map[string]any{

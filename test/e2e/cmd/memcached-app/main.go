@@ -7,8 +7,9 @@
 //
 // It sets a key, gets it back, prints what it did and exits 0; on any error it prints it and
 // exits 1. With --follow it is a sharding client instead (follow.go): gomemcache over the
-// replicas DNS names for the Secret's srv, refreshed every second. Its last line goes to /dev/termination-log too, where the kubelet puts it in the
-// pod's status.
+// replicas DNS names for the Secret's srv, refreshed every second. With --serve it is that
+// client in steady use for a while (serve.go), counting every request a rollout fails. Its
+// last line goes to /dev/termination-log too, where the kubelet puts it in the pod's status.
 package main
 
 import (
@@ -35,12 +36,16 @@ func main() {
 	followed := flag.String("follow", "", "server counts to wait for in turn, writing a batch of keys at each (e.g. 2,3)")
 	keys := flag.Int("keys", 200, "keys in each batch, with --follow")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for each count with --follow")
+	served := flag.Duration("serve", 0, "set and get keys for this long, counting failures, instead")
 	flag.Parse()
 	var msg string
 	var err error
-	if *followed == "" {
+	switch {
+	case *served > 0:
+		msg, err = serve(*dir, *served)
+	case *followed == "":
 		msg, err = run(*dir, *key)
-	} else {
+	default:
 		var n []int
 		if n, err = counts(*followed); err == nil {
 			msg, err = follow(*dir, n, *keys, *timeout)

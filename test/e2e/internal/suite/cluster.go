@@ -139,6 +139,7 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 		{&e.ClusterImages.App, "e2e/memcached-app:1", func() (v1.Image, error) {
 			return images.Program(filepath.Join(e.BinDir, "memcached-app"), "/memcached-app")
 		}},
+		{&e.ClusterImages.MemcachedNext, "e2e/memcached:next", func() (v1.Image, error) { return images.Memcached(images.HostMemcached) }},
 		{&e.ClusterImages.Pymemcache, "e2e/pymemcache-app:1", func() (v1.Image, error) {
 			return images.PymemcacheApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "pymemcache", "app.py"))
 		}},
@@ -201,6 +202,9 @@ const CrossplaneVersion = "v2.4.0"
 // (test/e2e/cmd/memcached-app), Pymemcache on pymemcache (test/e2e/apps/pymemcache).
 type ClusterImages struct {
 	Crossplane, CoreDNS, KubeProxy, App, Pymemcache string
+	// MemcachedNext is the node lane's memcached image again under another tag: to a
+	// Deployment, an image upgrade, which the rollout scenario rolls a claim to.
+	MemcachedNext string
 }
 
 func (e *Env) startClusterNodes(ctx context.Context) error {

@@ -53,6 +53,9 @@ type Options struct {
 	// suite installs through Crossplane and runs with ProviderArgs.
 	ProviderXPKG string
 	ProviderArgs []string
+	// UpgradeFromXPKG is the function's package as an earlier commit built it (make's
+	// E2E_UPGRADE_FROM), which TestUpgradeKeepsPods upgrades from to XPKG.
+	UpgradeFromXPKG string
 	// OutputDir receives logs/ and run/ (certificates, kubeconfigs, data); wiped at start.
 	OutputDir string
 	// RepoRoot is the repository, where example/ lives.
@@ -94,6 +97,7 @@ func OptionsFromEnv() Options {
 		FunctionBinary:  os.Getenv("E2E_FUNCTION_BINARY"),
 		ProviderXPKG:    get("E2E_PROVIDER_XPKG", filepath.Join(root, "_output", "provider-memcached-"+runtime.GOARCH+".xpkg")),
 		ProviderArgs:    []string{"--debug", "--poll=" + ProviderPoll.String()},
+		UpgradeFromXPKG: os.Getenv("E2E_UPGRADE_XPKG"),
 		OutputDir:       get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
 		RepoRoot:        root,
 		Nodes:           3,
