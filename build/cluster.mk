@@ -58,20 +58,37 @@ E2E_CLUSTER_OUTPUT := $(OUTPUT_DIR)/e2e-cluster
 # The lane runs its own scenarios and the provider's (which the other run then skips: they
 # need workload clusters, reached here by the provider as Crossplane runs it). They mostly
 # wait on watches, so more run at once than there are cores.
-E2E_CLUSTER_RUN ?= ^(TestCluster|TestProvider)
+E2E_CLUSTER_RUN ?= ^(TestCluster|TestProvider|TestUpgrade)
 E2E_CLUSTER_PARALLEL ?= 4
 E2E_CLUSTER_TIMEOUT ?= 20m
+
+# TestUpgradeKeepsPods upgrades the function from the package of this commit: the last whose
+# pod templates this version keeps. Move it forward deliberately, to the commit of a
+# CHANGELOG.md section that says "this version restarts every Memcached" (docs/operations.md).
+E2E_UPGRADE_FROM := 913c92da2800d320cbde1b6b03ac1110a047b4d7
+E2E_UPGRADE_DIR := $(OUTPUT_DIR)/upgrade-from-$(E2E_UPGRADE_FROM)
+E2E_UPGRADE_XPKG := $(E2E_UPGRADE_DIR)/_output/function-memcached-$(E2E_ARCH).xpkg
+
+# That commit's package, built by its own Makefile from its own tree (git archive) and go.mod,
+# once per pin. Its bin/ gets this checkout's Crossplane CLI, which only packages (the same
+# pin since then; touched so that make does not rebuild it).
+$(E2E_UPGRADE_XPKG): | $(BIN)/crossplane
+	rm -rf $(E2E_UPGRADE_DIR) && mkdir -p $(E2E_UPGRADE_DIR)/bin
+	git archive $(E2E_UPGRADE_FROM) | tar -x -C $(E2E_UPGRADE_DIR)
+	cp $(BIN)/crossplane $(E2E_UPGRADE_DIR)/bin/ && touch $(E2E_UPGRADE_DIR)/bin/crossplane
+	$(MAKE) --no-print-directory -C $(E2E_UPGRADE_DIR) xpkg XPKG_ARCHES=$(E2E_ARCH) \
+		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct $(E2E_UPGRADE_FROM))
 
 ## e2e-cluster: the production-shaped lane alone (run times: docs/performance.md).
 .PHONY: e2e-cluster
 e2e-cluster: E2E_OUTPUT := $(E2E_CLUSTER_OUTPUT)
 e2e-cluster: E2E_NODE_DIR := cluster
 e2e-cluster: $(E2E_TOOLS) $(BIN)/crossplane-crds/.copied $(BIN)/crossplane-chart/.copied node-packages $(NODE_TOOLS) \
-		$(CLUSTER_TOOLS) $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
+		$(CLUSTER_TOOLS) $(E2E_XPKG) $(E2E_PROVIDER_XPKG) $(E2E_UPGRADE_XPKG)
 	@mkdir -p $(E2E_OUTPUT)
 	@rc=0; start=$$(date +%s); \
 	E2E_LANE=cluster E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
-		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' \
+		E2E_UPGRADE_XPKG=$(E2E_UPGRADE_XPKG) E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_CLUSTER_TIMEOUT) -parallel $(E2E_CLUSTER_PARALLEL) -v -run '$(E2E_CLUSTER_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \
