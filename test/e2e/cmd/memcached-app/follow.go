@@ -25,28 +25,20 @@ const refresh = time.Second
 // servers, writes keys keys under "batch-<count>-", reads them back, and prints which server
 // holds how many; the last line sums it up.
 func follow(dir string, counts []int, keys int, timeout time.Duration) (string, error) {
-	srv := secret(dir, "srv")
-	if srv == "" {
-		return "", errors.Errorf("the connection Secret at %s has no srv", dir)
-	}
-	dial, err := dialer(dir)
+	srv, list, c, err := shardingClient(dir, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
-	var list memcache.ServerList
-	c := memcache.NewFromSelector(&list)
-	c.Timeout = 5 * time.Second
-	c.DialContext = dial
 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var summary []string
 	for _, n := range counts {
-		addrs, err := waitServers(ctx, &list, srv, n)
+		addrs, err := waitServers(ctx, list, srv, n)
 		if err != nil {
 			return "", err
 		}
-		spread, err := writeBatch(c, &list, fmt.Sprintf("batch-%d-", n), keys)
+		spread, err := writeBatch(c, list, fmt.Sprintf("batch-%d-", n), keys)
 		if err != nil {
 			return "", err
 		}
@@ -55,6 +47,24 @@ func follow(dir string, counts []int, keys int, timeout time.Duration) (string, 
 		summary = append(summary, fmt.Sprintf("%d servers, %d keys", n, keys))
 	}
 	return fmt.Sprintf("ok: followed %s: %s", srv, strings.Join(summary, "; ")), nil
+}
+
+// shardingClient is gomemcache over a ServerList, dialing as the Secret at dir says, with
+// the Secret's srv to fill the list from.
+func shardingClient(dir string, timeout time.Duration) (string, *memcache.ServerList, *memcache.Client, error) {
+	srv := secret(dir, "srv")
+	if srv == "" {
+		return "", nil, nil, errors.Errorf("the connection Secret at %s has no srv", dir)
+	}
+	dial, err := dialer(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	list := &memcache.ServerList{}
+	c := memcache.NewFromSelector(list)
+	c.Timeout = timeout
+	c.DialContext = dial
+	return srv, list, c, nil
 }
 
 // waitServers refreshes list from srv's SRV records (each target's A record with the SRV's

@@ -39,24 +39,16 @@ func (t tally) String() string {
 // value just set, and any other error. It prints each failure as it happens and a summary
 // at the end, and fails when any request failed.
 func serve(dir string, d time.Duration) (string, error) {
-	srv := secret(dir, "srv")
-	if srv == "" {
-		return "", errors.Errorf("the connection Secret at %s has no srv", dir)
-	}
-	dial, err := dialer(dir)
+	srv, list, c, err := shardingClient(dir, time.Second)
 	if err != nil {
 		return "", err
 	}
-	var list memcache.ServerList
-	c := memcache.NewFromSelector(&list)
-	c.Timeout = time.Second
-	c.DialContext = dial
 
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var t tally
 	changes := make(chan []string, 16)
-	go refreshServers(ctx, &list, srv, changes)
+	go refreshServers(ctx, list, srv, changes)
 	select {
 	case <-ctx.Done():
 		return "", errors.Errorf("DNS named no servers for %s in %s", srv, d)
