@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/internal/render"
 )
 
 // A claim created with a size its platform does not allow reports InvalidSpec and is not
@@ -92,9 +94,10 @@ func TestStuckRollout(t *testing.T) {
 	apply(t, claim)
 	waitExists(t, deploymentGVK, ns, "sessions", true)
 	// A short progress deadline, set as someone other than Crossplane (which applies only the
-	// fields the function renders), so that the deadline passes within the test.
+	// fields the function renders), so that the deadline passes within the test; the API
+	// server wants it above the rendered minReadySeconds.
 	if _, err := env.Kube.Typed.AppsV1().Deployments(ns).Patch(ctx, "sessions", types.MergePatchType,
-		[]byte(`{"spec":{"progressDeadlineSeconds":3}}`), metav1.PatchOptions{FieldManager: "e2e-operator"}); err != nil {
+		fmt.Appendf(nil, `{"spec":{"progressDeadlineSeconds":%d}}`, render.MinReadySeconds+1), metav1.PatchOptions{FieldManager: "e2e-operator"}); err != nil {
 		t.Fatal(err)
 	}
 	m := waitMemcached(t, claimGVK, ns, "sessions", "Stalled", func(m memcached) error {
