@@ -482,7 +482,7 @@ func TestClusterRolloutKeepsServing(t *testing.T) {
 	t.Logf("rolled 3 replicas in %.1fs; the client: %s", rolled.Seconds(), msg)
 }
 
-// availableClaim applies a lane claim// availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,
+// availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,
 // waits until it is Available and returns the namespace and the claim's pods.
 func availableClaim(t *testing.T, prefix, name string, size int) (string, []corev1.Pod) {
 	t.Helper()
@@ -734,7 +734,7 @@ func TestUpgradeKeepsPods(t *testing.T) {
 	if _, err := crossplane.WaitConditions(ctx, env.Kube, defaultTimeout, suite.FunctionGVK, "", upgradeFunction, healthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyLaneCompositionNamed(ctx, upgradeComposition, upgradeFunction); err != nil {
+	if err := applyCompositionFromExample(ctx, upgradeComposition, upgradeFunction, laneInput()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Kube.Delete(context.Background(), compositionGVK, "", upgradeComposition) })
@@ -864,27 +864,6 @@ func TestUpgradeKeepsPods(t *testing.T) {
 		t.Errorf("claim secure: its Deployment went from generation %d to %d: the new function changed its spec", generation["secure"], d.Generation)
 	}
 	t.Logf("upgraded the function in %.1fs; %d claims kept every pod; Available=Unknown in %d of the one-second samples of a claim", upgraded.Seconds(), len(claims), unknown.Load())
-}
-
-// applyLaneCompositionNamed applies the lane's Composition under name, its step calling
-// function instead of the lane's Function.
-func applyLaneCompositionNamed(ctx context.Context, name, function string) error {
-	if err := applyLaneCompositionAs(ctx, name); err != nil {
-		return err
-	}
-	c, err := env.Kube.Get(ctx, compositionGVK, "", name)
-	if err != nil {
-		return err
-	}
-	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
-	pipeline[0].(map[string]any)["functionRef"] = map[string]any{"name": function}
-	c.SetManagedFields(nil)
-	c.SetResourceVersion("")
-	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
-		return err
-	}
-	_, err = env.Kube.Apply(ctx, c)
-	return errors.Wrapf(err, "cannot apply Composition %s", name)
 }
 
 // waitOnlyRevision waits until Function name's only running runtime is pkg's: its active

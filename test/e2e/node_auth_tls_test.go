@@ -52,7 +52,7 @@ func applySecuredComposition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return applyCompositionFromExample(ctx, securedComposition, map[string]any{
+	return applyCompositionFromExample(ctx, securedComposition, "", map[string]any{
 		"apiVersion": "memcached.fn.example.com/v1beta1",
 		"kind":       "Input",
 		"defaults": map[string]any{

@@ -81,12 +81,12 @@ func requireNode(t *testing.T) {
 }
 
 func applyLaneComposition(ctx context.Context) error {
-	return applyLaneCompositionAs(ctx, laneComposition)
+	return applyCompositionFromExample(ctx, laneComposition, "", laneInput())
 }
 
-// applyLaneCompositionAs applies the lane's Composition under name.
-func applyLaneCompositionAs(ctx context.Context, name string) error {
-	return applyCompositionFromExample(ctx, name, map[string]any{
+// laneInput is the lane Composition's function Input.
+func laneInput() map[string]any {
+	return map[string]any{
 		"apiVersion": "memcached.fn.example.com/v1beta1",
 		"kind":       "Input",
 		"defaults": map[string]any{
@@ -100,14 +100,15 @@ func applyLaneCompositionAs(ctx context.Context, name string) error {
 			"maxMemoryLimitMB":  int64(laneMaxMemoryMB),
 			"allowedRegistries": []any{env.Images.Registry},
 		},
-	})
+	}
 }
 
 // applyCompositionFromExample applies example/composition.yaml under another name with its one
-// step's Input replaced by input, as a platform would for a second class of Memcached. Only the
-// example Composition carries the Memcached provider's policy label: two labelled Compositions
-// with different Inputs would leave Instances without a policy.
-func applyCompositionFromExample(ctx context.Context, name string, input map[string]any) error {
+// step's Input replaced by input, as a platform would for a second class of Memcached, and its
+// step calling function unless that is empty. Only the example Composition carries the
+// Memcached provider's policy label: two labelled Compositions with different Inputs would
+// leave Instances without a policy.
+func applyCompositionFromExample(ctx context.Context, name, function string, input map[string]any) error {
 	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
 	if err != nil || len(objs) != 1 {
 		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
@@ -122,6 +123,9 @@ func applyCompositionFromExample(ctx context.Context, name string, input map[str
 		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))
 	}
 	pipeline[0].(map[string]any)["input"] = input
+	if function != "" {
+		pipeline[0].(map[string]any)["functionRef"] = map[string]any{"name": function}
+	}
 	if err := unstructured.SetNestedSlice(c.Object, pipeline, "spec", "pipeline"); err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func requireRemoteSecuredComposition(t *testing.T) {
 		policy, _ := in["policy"].(map[string]any)
 		policy["requireAuth"] = true
 		policy["requireNetworkPolicy"] = true
-		return applyCompositionFromExample(ctx, remoteSecuredComposition, in)
+		return applyCompositionFromExample(ctx, remoteSecuredComposition, "", in)
 	})
 }
 
