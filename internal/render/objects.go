@@ -44,6 +44,19 @@ const (
 	MinReadySeconds = 5
 )
 
+// How the kubelet asks a replica whether it serves. The kubelet runs a readiness probe the
+// moment a container starts, which can be before memcached or the exporter listens: that probe
+// fails, records an Unhealthy warning on the pod and, at a 10 s period, keeps a healthy replica
+// out of its Service for 10 s. The first probe waits a second instead (memcached listens within
+// milliseconds) and a 2 s period bounds the wait for a replica's readiness and, with three
+// failures, for a wedged one to leave its Service.
+const (
+	// ReadinessDelaySeconds is how long after a container starts its first readiness probe runs.
+	ReadinessDelaySeconds = 1
+	// ReadinessPeriodSeconds is how often a readiness probe runs.
+	ReadinessPeriodSeconds = 2
+)
+
 // Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
 // Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
 // seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
@@ -207,11 +220,11 @@ func memcachedContainer(m Memcached) corev1.Container {
 	if m.CPULimit != nil {
 		res.Limits[corev1.ResourceCPU] = *m.CPULimit
 	}
-	probe := func(delay int32) *corev1.Probe {
+	probe := func(delay, period int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(PortName)}},
 			InitialDelaySeconds: delay,
-			PeriodSeconds:       10,
+			PeriodSeconds:       period,
 			TimeoutSeconds:      1,
 			FailureThreshold:    3,
 		}
@@ -224,8 +237,8 @@ func memcachedContainer(m Memcached) corev1.Container {
 		Ports:          []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:   volumeMounts(m),
 		Resources:      res,
-		ReadinessProbe: probe(0),
-		LivenessProbe:  probe(10),
+		ReadinessProbe: probe(ReadinessDelaySeconds, ReadinessPeriodSeconds),
+		LivenessProbe:  probe(10, 10),
 		// Keep serving while clients drop this replica from their server lists.
 		Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: DrainSeconds}}},
 		SecurityContext: containerSecurityContext(),
@@ -245,8 +258,9 @@ func exporterContainer(m Memcached) corev1.Container {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
 		},
 		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(MetricsPortName)}},
-			PeriodSeconds: 10,
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(MetricsPortName)}},
+			InitialDelaySeconds: ReadinessDelaySeconds,
+			PeriodSeconds:       ReadinessPeriodSeconds,
 		},
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,

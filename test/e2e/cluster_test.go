@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -771,6 +772,10 @@ func TestUpgradeKeepsPods(t *testing.T) {
 	stop := make(chan struct{})
 	unavailable := make(chan string, 100)
 	var unknown atomic.Int32
+	// What the XR's Synced says while its claim is Unknown: Crossplane's own error for the
+	// failed pipeline run, the cause of the window.
+	var whyMu sync.Mutex
+	why := map[string]int{}
 	go func() {
 		defer close(unavailable)
 		for {
@@ -785,6 +790,13 @@ func TestUpgradeKeepsPods(t *testing.T) {
 				case err != nil:
 				case m.Available == "Unknown":
 					unknown.Add(1)
+					ref, _, _ := unstructured.NestedString(m.Object.Object, "spec", "resourceRef", "name")
+					if xr, err := env.Kube.Get(ctx, xrGVK, "", ref); err == nil {
+						status, reason, msg, _ := kube.Condition(xr, "Synced")
+						whyMu.Lock()
+						why[fmt.Sprintf("Synced=%s %s: %s", status, reason, msg)]++
+						whyMu.Unlock()
+					}
 				case m.Available != "True":
 					select {
 					case unavailable <- name + ": " + m.String():
@@ -864,6 +876,11 @@ func TestUpgradeKeepsPods(t *testing.T) {
 		t.Errorf("claim secure: its Deployment went from generation %d to %d: the new function changed its spec", generation["secure"], d.Generation)
 	}
 	t.Logf("upgraded the function in %.1fs; %d claims kept every pod; Available=Unknown in %d of the one-second samples of a claim", upgraded.Seconds(), len(claims), unknown.Load())
+	whyMu.Lock()
+	defer whyMu.Unlock()
+	for msg, n := range why {
+		t.Logf("while Unknown (%d samples), the XR said %s", n, msg)
+	}
 }
 
 // waitOnlyRevision waits until Function name's only running runtime is pkg's: its active
