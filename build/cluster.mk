@@ -65,7 +65,7 @@ E2E_CLUSTER_TIMEOUT ?= 20m
 # TestUpgradeKeepsPods upgrades the function from the package of this commit: the last whose
 # pod templates this version keeps. Move it forward deliberately, to the commit of a
 # CHANGELOG.md section that says "this version restarts every Memcached" (docs/operations.md).
-E2E_UPGRADE_FROM := 913c92da2800d320cbde1b6b03ac1110a047b4d7
+E2E_UPGRADE_FROM := 1a6b5ff9dd5ff9d4f25e518015eaf2ca5b0f1a19
 E2E_UPGRADE_DIR := $(OUTPUT_DIR)/upgrade-from-$(E2E_UPGRADE_FROM)
 E2E_UPGRADE_XPKG := $(E2E_UPGRADE_DIR)/_output/function-memcached-$(E2E_ARCH).xpkg
 
