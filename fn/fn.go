@@ -74,9 +74,17 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 // status until the TTL. So a Memcached that is changing or unavailable is looked at again
 // after ChangingTTL, which bounds that lag; an available one after ResponseTTL, one idle call
 // per XR a minute. Without realtime compositions Crossplane ignores the TTL and polls.
+//
+// The breaker, once open, stays open for its cooldown (5 minutes by default), letting one
+// event through every 30 s; the events of an ordinary rollout of a few pods open it. So a
+// spec change made within minutes of another change (the fix of an invalid spec, a resize
+// after a rotation) was applied only at the next TTL, a minute later. A Memcached whose
+// Available condition changed less than SettleWindow ago is therefore looked at again
+// after ChangingTTL too: a few more calls after each change, none at rest.
 const (
-	ResponseTTL = time.Minute
-	ChangingTTL = 15 * time.Second
+	ResponseTTL  = time.Minute
+	ChangingTTL  = 15 * time.Second
+	SettleWindow = 5 * time.Minute
 )
 
 // ConditionAvailable is the function's own condition on the XR and claim: whether the
@@ -146,7 +154,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	report(rsp, &o, &d, &v)
+	report(rsp, &o, &d, &v, f.now())
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil
@@ -164,8 +172,10 @@ type observation struct {
 	// xrConnection is the XR's connection details as Crossplane last published them (a
 	// legacy claim's; nil for a namespaced XR, which has none).
 	xrConnection map[string][]byte
-	// reason and message are the XR's Available condition as the last call reported it.
+	// reason and message are the XR's Available condition as the last call reported it,
+	// since when it had that status (zero when unknown).
 	reason, message string
+	since           time.Time
 }
 
 // read reads the step's Settings and the observed state the function judges into o. An
@@ -186,6 +196,7 @@ func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
 		return err
 	}
 	o.reason, o.message = condition(o.xr, ConditionAvailable)
+	o.since = conditionSince(o.xr, ConditionAvailable)
 	return nil
 }
 
@@ -373,12 +384,16 @@ func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *
 }
 
 // report writes the verdict into the response: the XR's status and connection details, the
-// Available condition and its event, and how soon Crossplane should call again.
-func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
+// Available condition and its event, and how soon Crossplane should call again: soon while
+// the Memcached changes or has just changed (see SettleWindow), in a minute once settled or
+// while its spec is invalid and settled (only the owner's fix, a watched change, helps then).
+func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict, now time.Time) {
 	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
 	reportStatus(rsp, replicas, available, &v.r, d.t)
 	reportCondition(rsp, v.cond, o.reason, o.message)
-	if !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec {
+	changing := !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec
+	settling := v.cond.Reason != o.reason || now.Sub(o.since) < SettleWindow
+	if changing || settling {
 		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
 	}
 }

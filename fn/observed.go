@@ -3,6 +3,7 @@ package fn
 import (
 	"math"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,6 +45,22 @@ func condition(s *structpb.Struct, typ string) (reason, message string) {
 		}
 	}
 	return "", ""
+}
+
+// conditionSince returns when the condition of type typ in status.conditions last changed,
+// or the zero time when it has none (or none that parses).
+func conditionSince(s *structpb.Struct, typ string) time.Time {
+	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {
+		f := c.GetStructValue().GetFields()
+		if f["type"].GetStringValue() == typ {
+			t, err := time.Parse(time.RFC3339, f["lastTransitionTime"].GetStringValue())
+			if err != nil {
+				return time.Time{}
+			}
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // readDeployment reads the fields readiness judges from an observed Deployment. A field of
