@@ -392,7 +392,10 @@ func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdi
 	reportStatus(rsp, replicas, available, &v.r, d.t)
 	reportCondition(rsp, v.cond, o.reason, o.message)
 	changing := !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec
-	settling := v.cond.Reason != o.reason || now.Sub(o.since) < SettleWindow
+	// A transition time ahead of this clock by more than the window is no recent change
+	// (nor a way to be called every 15 s for good).
+	since := now.Sub(o.since)
+	settling := v.cond.Reason != o.reason || (since < SettleWindow && since > -SettleWindow)
 	if changing || settling {
 		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
 	}

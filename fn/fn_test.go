@@ -47,6 +47,9 @@ func TestRunFunction(t *testing.T) {
 		"recently-available": {
 			reason: "An available Memcached whose Available condition changed two minutes ago is steady, but is called again after 15 s, not a minute: Crossplane's circuit breaker, opened by that change's events, may still drop a spec change's event.",
 		},
+		"transition-in-future": {
+			reason: "An Available condition whose transition time lies a year ahead of the function's clock is no recent change: the one-minute TTL.",
+		},
 		"steady-state-realistic": {
 			reason: "A steady-state request as a real API server and Crossplane produce it (managed fields, defaulted fields, Crossplane's own spec fields) is read correctly: every resource ready, Available=True, no event.",
 		},
