@@ -68,24 +68,25 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 // pipeline: Crossplane does not poll. Everything this function reads is watched and the
 // function is deterministic, so the TTL is the safety net for a watch event that never
 // arrives — and one does not: Crossplane's per-XR circuit breaker (100 events, then one a
-// second) drops the watch events of a busy XR, and a resize of real pods (3 → 5 → 2, each
-// pod's readiness a new event) trips it within seconds (the node lane's TestNodeResize).
-// Once the pods settle nothing changes, no further event comes, and the claim keeps its last
-// status until the TTL. So a Memcached that is changing or unavailable is looked at again
-// after ChangingTTL, which bounds that lag; an available one after ResponseTTL, one idle call
-// per XR a minute. Without realtime compositions Crossplane ignores the TTL and polls.
+// second) drops the watch events of a busy XR, its own spec changes among them, for its
+// cooldown (5 minutes by default), letting one through every 30 s. A resize or a rollout of
+// a few real pods opens it (the node lane's TestNodeResize, TestAuthCredentials), and then
+// the claim lags its pods, and a spec change waits, until the TTL.
 //
-// The breaker, once open, stays open for its cooldown (5 minutes by default), letting one
-// event through every 30 s; the events of an ordinary rollout of a few pods open it. So a
-// spec change made within minutes of another change (the fix of an invalid spec, a resize
-// after a rotation) was applied only at the next TTL, a minute later. A Memcached whose
-// Available condition changed less than SettleWindow ago is therefore looked at again
-// after ChangingTTL too: a few more calls after each change, none at rest.
+// So a Memcached is looked at again after ChangingTTL while it is changing or unavailable,
+// and while Crossplane says it drops the XR's watch events (the XR's Responsive condition,
+// False while the breaker is open); otherwise after ResponseTTL, one idle call per XR a
+// minute. Following the breaker itself, rather than every recent change, keeps a fleet of
+// settled Memcacheds at one call a minute each (docs/performance.md, the scale runs).
+// Without realtime compositions Crossplane ignores the TTL and polls.
 const (
-	ResponseTTL  = time.Minute
-	ChangingTTL  = 15 * time.Second
-	SettleWindow = 5 * time.Minute
+	ResponseTTL = time.Minute
+	ChangingTTL = 15 * time.Second
 )
+
+// ConditionResponsive is Crossplane's condition on an XR saying whether it acts on watch
+// events: False (reason WatchCircuitOpen) while its circuit breaker drops them.
+const ConditionResponsive = "Responsive"
 
 // ConditionAvailable is the function's own condition on the XR and claim: whether the
 // Memcached serves, and why not. Crossplane owns Ready and Synced itself.
@@ -154,7 +155,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	report(rsp, &o, &d, &v, f.now())
+	report(rsp, &o, &d, &v)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil
@@ -172,10 +173,10 @@ type observation struct {
 	// xrConnection is the XR's connection details as Crossplane last published them (a
 	// legacy claim's; nil for a namespaced XR, which has none).
 	xrConnection map[string][]byte
-	// reason and message are the XR's Available condition as the last call reported it,
-	// since when it had that status (zero when unknown).
+	// reason and message are the XR's Available condition as the last call reported it.
 	reason, message string
-	since           time.Time
+	// unresponsive is true while Crossplane drops the XR's watch events (ConditionResponsive).
+	unresponsive bool
 }
 
 // read reads the step's Settings and the observed state the function judges into o. An
@@ -195,8 +196,9 @@ func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
 	if o.instances, err = observedInstances(o.resources); err != nil {
 		return err
 	}
-	o.reason, o.message = condition(o.xr, ConditionAvailable)
-	o.since = conditionSince(o.xr, ConditionAvailable)
+	_, o.reason, o.message = condition(o.xr, ConditionAvailable)
+	responsive, _, _ := condition(o.xr, ConditionResponsive)
+	o.unresponsive = responsive == "False"
 	return nil
 }
 
@@ -385,18 +387,14 @@ func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *
 
 // report writes the verdict into the response: the XR's status and connection details, the
 // Available condition and its event, and how soon Crossplane should call again: soon while
-// the Memcached changes or has just changed (see SettleWindow), in a minute once settled or
-// while its spec is invalid and settled (only the owner's fix, a watched change, helps then).
-func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict, now time.Time) {
+// the Memcached changes or Crossplane drops its XR's watch events, in a minute once settled
+// or while its spec is invalid (only the owner's fix, a watched change, helps then).
+func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
 	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
 	reportStatus(rsp, replicas, available, &v.r, d.t)
 	reportCondition(rsp, v.cond, o.reason, o.message)
 	changing := !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec
-	// A transition time ahead of this clock by more than the window is no recent change
-	// (nor a way to be called every 15 s for good).
-	since := now.Sub(o.since)
-	settling := v.cond.Reason != o.reason || (since < SettleWindow && since > -SettleWindow)
-	if changing || settling {
+	if changing || o.unresponsive {
 		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
 	}
 }

@@ -44,11 +44,8 @@ func TestRunFunction(t *testing.T) {
 		"steady-state-ready": {
 			reason: "A running Deployment with every replica updated and available makes every composed resource ready and Available=True, with no event because nothing changed.",
 		},
-		"recently-available": {
-			reason: "An available Memcached whose Available condition changed two minutes ago is steady, but is called again after 15 s, not a minute: Crossplane's circuit breaker, opened by that change's events, may still drop a spec change's event.",
-		},
-		"transition-in-future": {
-			reason: "An Available condition whose transition time lies a year ahead of the function's clock is no recent change: the one-minute TTL.",
+		"watch-circuit-open": {
+			reason: "An available Memcached whose XR Crossplane says is not Responsive (its circuit breaker drops the XR's watch events, a spec change's among them) is called again after 15 s, not a minute.",
 		},
 		"steady-state-realistic": {
 			reason: "A steady-state request as a real API server and Crossplane produce it (managed fields, defaulted fields, Crossplane's own spec fields) is read correctly: every resource ready, Available=True, no event.",

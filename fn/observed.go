@@ -3,7 +3,6 @@ package fn
 import (
 	"math"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,31 +35,16 @@ func str(s *structpb.Struct, path ...string) string {
 	return get(s, path...).GetStringValue()
 }
 
-// condition returns the reason and message of the condition of type typ in status.conditions.
-func condition(s *structpb.Struct, typ string) (reason, message string) {
+// condition returns the status, reason and message of the condition of type typ in
+// status.conditions ("" for each when it has none).
+func condition(s *structpb.Struct, typ string) (status, reason, message string) {
 	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {
 		f := c.GetStructValue().GetFields()
 		if f["type"].GetStringValue() == typ {
-			return f["reason"].GetStringValue(), f["message"].GetStringValue()
+			return f["status"].GetStringValue(), f["reason"].GetStringValue(), f["message"].GetStringValue()
 		}
 	}
-	return "", ""
-}
-
-// conditionSince returns when the condition of type typ in status.conditions last changed,
-// or the zero time when it has none (or none that parses).
-func conditionSince(s *structpb.Struct, typ string) time.Time {
-	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {
-		f := c.GetStructValue().GetFields()
-		if f["type"].GetStringValue() == typ {
-			t, err := time.Parse(time.RFC3339, f["lastTransitionTime"].GetStringValue())
-			if err != nil {
-				return time.Time{}
-			}
-			return t
-		}
-	}
-	return time.Time{}
+	return "", "", ""
 }
 
 // readDeployment reads the fields readiness judges from an observed Deployment. A field of
