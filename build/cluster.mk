@@ -59,7 +59,7 @@ E2E_CLUSTER_OUTPUT := $(OUTPUT_DIR)/e2e-cluster
 # need workload clusters, reached here by the provider as Crossplane runs it). They mostly
 # wait on watches, so more run at once than there are cores.
 E2E_CLUSTER_RUN ?= ^(TestCluster|TestProvider|TestUpgrade)
-E2E_CLUSTER_PARALLEL ?= 4
+E2E_CLUSTER_PARALLEL ?= 6
 E2E_CLUSTER_TIMEOUT ?= 20m
 
 # TestUpgradeKeepsPods upgrades the function from the package of this commit: the last whose
@@ -78,6 +78,10 @@ $(E2E_UPGRADE_XPKG): | $(BIN)/crossplane
 	cp $(BIN)/crossplane $(E2E_UPGRADE_DIR)/bin/ && touch $(E2E_UPGRADE_DIR)/bin/crossplane
 	$(MAKE) --no-print-directory -C $(E2E_UPGRADE_DIR) xpkg XPKG_ARCHES=$(E2E_ARCH) \
 		SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct $(E2E_UPGRADE_FROM))
+
+ifeq ($(E2E_CLUSTER),on)
+e2e-prerequisites: $(BIN)/crossplane-chart/.copied $(CLUSTER_TOOLS) $(E2E_UPGRADE_XPKG)
+endif
 
 ## e2e-cluster: the production-shaped lane alone (run times: docs/performance.md).
 .PHONY: e2e-cluster

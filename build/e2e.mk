@@ -17,6 +17,10 @@ CROSSPLANE_CORE_VERSION := v2.4.0
 E2E_OUTPUT ?= $(CURDIR)/_output/e2e
 E2E_RUN ?= .
 E2E_TIMEOUT ?= 20m
+# How many parallel scenarios run at once (go test -parallel; its default is the number of
+# cores). Most of a scenario is waiting on watches, so more run at once than there are cores
+# (docs/performance.md, the CI rows).
+E2E_PARALLEL ?= 6
 # E2E_SCALE=1 adds the scale scenario (TestScale, minutes) to whatever E2E_RUN selects.
 E2E_SCALE ?=
 E2E_SCALE_CLAIMS ?= 200
@@ -103,6 +107,13 @@ define e2e_kill_leftovers
 	fi
 endef
 
+## e2e-prerequisites: every tool make e2e needs (its lanes' too, as E2E_NODE and E2E_CLUSTER
+# say), built ahead: .ci/run builds them beside make test (make -j2), so that one build's
+# downloads and single-threaded links overlap another's compiles on a new machine. The
+# packages are left to make e2e, which rebuilds them anyway (from the Go cache).
+.PHONY: e2e-prerequisites
+e2e-prerequisites: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied e2e-node
+
 ## e2e: the end-to-end suite on a real API server and Crossplane (run times: docs/performance.md).
 # The xpkgs are the host's packages of `make xpkg` and `make provider-xpkg`, built by the same
 # rules: Crossplane installs both, and the suite runs the binaries their runtime images hold.
@@ -115,7 +126,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
-		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
+		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \
 	echo "e2e: suite took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \

@@ -246,6 +246,7 @@ func TestClusterDefaultRuntime(t *testing.T) {
 // text-protocol authentication.
 func TestClusterAppUsesConnectionSecret(t *testing.T) {
 	requireCluster(t)
+	t.Parallel()
 	ns := newNamespace(t, "cluster-app")
 	ca := newCA(t)
 	for _, n := range []string{"tls", "secure"} {
@@ -397,6 +398,7 @@ func podLog(ns, name string) string {
 // nothing). Where each key is, the suite reads from each replica itself.
 func TestClusterShardingClient(t *testing.T) {
 	requireCluster(t)
+	t.Parallel()
 	ctx := context.Background()
 	ns, before := availableClaim(t, "cluster-shard", "shards", 2)
 	const keys = 200
@@ -523,7 +525,8 @@ func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[stri
 // says it is Degraded with one replica available until the evicted one runs on the other node,
 // then is Available with both again; the PodDisruptionBudget never let both go at once,
 // and everything else on the node (the function, the provider, CoreDNS, other claims) runs
-// again elsewhere. Last in this file: it leaves one node uncordoned only at its end.
+// again elsewhere. Not parallel: Go runs it before the lane's parallel scenarios, so nothing
+// else runs while a node drains, and it uncordons the node before they start.
 func TestClusterSpreadAndDrain(t *testing.T) {
 	requireCluster(t)
 	ctx := context.Background()
@@ -719,6 +722,7 @@ func TestUpgradeKeepsPods(t *testing.T) {
 	if env.UpgradeFromXPKG == "" {
 		t.Skip("no earlier package to upgrade from (make e2e-cluster builds it: E2E_UPGRADE_FROM)")
 	}
+	t.Parallel()
 	ctx := context.Background()
 	earlier, err := env.Registry.Push(ctx, env.UpgradeFromXPKG, "example/function-memcached-earlier", "e2e")
 	if err != nil {
