@@ -365,13 +365,10 @@ func waitApp(t *testing.T, ns, name string) (string, bool) {
 func waitLog(t *testing.T, ns, name, prefix string) {
 	t.Helper()
 	err := kube.Wait(context.Background(), appTimeout, "application "+ns+"/"+name+" to print "+prefix, func(context.Context) error {
-		for l := range strings.Lines(podLog(ns, name)) {
-			// The kubelet's CRI log format: time, stream, tag, then the line.
-			if f := strings.SplitN(l, " ", 4); len(f) == 4 && strings.HasPrefix(f[3], prefix) {
-				return nil
-			}
+		if lastLogLine(podLog(ns, name), prefix) == "" {
+			return errors.New("not yet")
 		}
-		return errors.New("not yet")
+		return nil
 	})
 	if err != nil {
 		t.Fatalf("%v (its log: %s)", err, podLog(ns, name))
@@ -445,10 +442,14 @@ func TestClusterShardingClient(t *testing.T) {
 	}
 }
 
-// rolloutServe is how long the rollout scenario's client serves: the claim's three replicas
-// roll one after another, each Ready, then MinReadySeconds, then the old one's drain, in
-// about 30 s; the rest is margin for the image pull and the client's own start.
-const rolloutServe = 75 * time.Second
+// rolloutServe bounds how long the rollout scenario's client serves: the claim's three
+// replicas roll one after another, each Ready, then MinReadySeconds, then the old one's
+// drain, in about 30 s. The scenario reads the client's tally once the rollout is over and
+// rolloutSettle has passed, rather than waiting for the client's end.
+const (
+	rolloutServe  = 3 * time.Minute
+	rolloutSettle = 5 * time.Second
+)
 
 // A rolling update of a size-3 claim (an image change, as an upgrade of memcached is) under
 // an application in steady use: the sharding client of TestClusterShardingClient, refreshing
@@ -478,11 +479,35 @@ func TestClusterRolloutKeepsServing(t *testing.T) {
 			t.Errorf("replica %s was not replaced by the image change", p.Name)
 		}
 	}
-	msg, ok := waitApp(t, ns, "serve-app")
-	if !ok {
-		t.Fatalf("requests failed during the rollout: %q (its log: %s)", msg, podLog(ns, "serve-app"))
+	// The client's tally once the last old replica has gone: every request of the rollout.
+	time.Sleep(rolloutSettle)
+	log := podLog(ns, "serve-app")
+	tally := lastLogLine(log, "tally: ")
+	if tally == "" || strings.Contains(log, "error:") {
+		t.Fatalf("the client did not serve throughout the rollout (its log: %s)", log)
 	}
-	t.Logf("rolled 3 replicas in %.1fs; the client: %s", rolled.Seconds(), msg)
+	var requests, failed int
+	if _, err := fmt.Sscanf(tally, "tally: %d requests, %d failed", &requests, &failed); err != nil {
+		t.Fatalf("cannot read the client's tally %q: %v", tally, err)
+	}
+	// Ten requests a second from before the patch until now, less a second of margin.
+	if least := int(10 * (time.Since(start) - time.Second).Seconds()); requests < least || failed > 0 {
+		t.Errorf("the client's tally %q: want no failed request among at least %d", tally, least)
+	}
+	t.Logf("rolled 3 replicas in %.1fs; the client, %s later: %s", rolled.Seconds(), rolloutSettle, tally)
+}
+
+// lastLogLine returns the last line of a pod's log (as podLog reads it) whose text starts
+// with prefix, without the kubelet's time, stream and tag; "" when there is none.
+func lastLogLine(log, prefix string) string {
+	last := ""
+	for l := range strings.Lines(log) {
+		// The kubelet's CRI log format: time, stream, tag, then the line.
+		if f := strings.SplitN(strings.TrimSpace(l), " ", 4); len(f) == 4 && strings.HasPrefix(f[3], prefix) {
+			last = f[3]
+		}
+	}
+	return last
 }
 
 // availableClaim applies a lane claim name of size replicas in a new namespace prefix-…,

@@ -15,6 +15,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
+// tallyPrefix starts the line a serving client prints every second with its tally so far.
+const tallyPrefix = "tally: "
+
 // serveEvery is how often a serving client sets and gets a key: ten requests a second, each
 // a set then a get of the same key, enough to meet every moment of a rollout.
 const serveEvery = 100 * time.Millisecond
@@ -39,8 +42,8 @@ func (t tally) String() string {
 // refreshing its ServerList from the Secret's srv every second in the background, sets a key
 // and gets it back every serveEvery for d, and counts what went wrong: connections refused
 // (a replica that stopped accepting while still listed), timeouts, a get that missed the
-// value just set, and any other error. It prints each failure as it happens and a summary
-// at the end, and fails when any request failed.
+// value just set, and any other error. It prints each failure as it happens, its tally every
+// second (tallyPrefix) and a summary at the end, and fails when any request failed.
 func serve(dir string, d time.Duration) (string, error) {
 	srv, list, c, err := shardingClient(dir, time.Second)
 	if err != nil {
@@ -61,8 +64,13 @@ func serve(dir string, d time.Duration) (string, error) {
 	fmt.Printf("serving: a set and a get every %s for %s\n", serveEvery, d)
 	tick := time.NewTicker(serveEvery)
 	defer tick.Stop()
+	report := time.NewTicker(time.Second)
+	defer report.Stop()
 	for i := 0; ; i++ {
 		select {
+		case <-report.C:
+			// What it met so far, for a reader who need not wait for the end.
+			fmt.Printf("%s%s\n", tallyPrefix, t)
 		case <-ctx.Done():
 			msg := fmt.Sprintf("served %s for %s: %s", srv, d, t)
 			if t.failed() > 0 {

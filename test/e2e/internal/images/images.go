@@ -61,7 +61,9 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil })
+	// The layer is compressed once, for its digest, and its bytes kept for the push.
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil },
+		tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot make the image layer")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,7 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 		*ref = e.ClusterRef(*ref)
 	}
 	e.Images.Registry = e.Registry.TLSHost
+	g, gctx := errgroup.WithContext(ctx)
 	for _, i := range []struct {
 		ref   *string
 		repo  string
@@ -144,17 +146,22 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 			return images.PymemcacheApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "pymemcache", "app.py"))
 		}},
 	} {
-		img, err := i.build()
-		if err != nil {
-			return err
-		}
-		ref, err := images.Push(ctx, e.Registry.Host+"/"+i.repo, img)
-		if err != nil {
-			return err
-		}
-		*i.ref = e.ClusterRef(ref)
+		// Each image is built (most of it gzip) and pushed beside the others: the cores, not
+		// the registry, bound how long this takes.
+		g.Go(func() error {
+			img, err := i.build()
+			if err != nil {
+				return err
+			}
+			ref, err := images.Push(gctx, e.Registry.Host+"/"+i.repo, img)
+			if err != nil {
+				return err
+			}
+			*i.ref = e.ClusterRef(ref)
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // mirrorExampleImages serves the images example/composition.yaml names (memcached, the
