@@ -42,6 +42,30 @@ func TestName(t *testing.T) {
 	}
 }
 
+// TestIsDNS1035Label proves isDNS1035Label agrees with validation.IsDNS1035Label: on every
+// string of up to three characters from an alphabet of each kind of character a label may or
+// may not hold, and at the length limit.
+func TestIsDNS1035Label(t *testing.T) {
+	const alphabet = "az09-.A_é\x00"
+	in := []string{strings.Repeat("a", 63), strings.Repeat("a", 64), "a" + strings.Repeat("-", 61) + "a", strings.Repeat("a", 62) + "-"}
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		in = append(in, prefix)
+		if n == 0 {
+			return
+		}
+		for _, r := range alphabet {
+			gen(prefix+string(r), n-1)
+		}
+	}
+	gen("", 3)
+	for _, s := range in {
+		if got, want := isDNS1035Label(s), len(validation.IsDNS1035Label(s)) == 0; got != want {
+			t.Errorf("isDNS1035Label(%q) = %t, validation.IsDNS1035Label says %t", s, got, want)
+		}
+	}
+}
+
 func TestMemoryMiB(t *testing.T) {
 	cases := map[string]struct {
 		reason string
