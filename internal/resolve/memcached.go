@@ -69,11 +69,10 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 	if r := spec.Resources; r != nil {
 		req, lim = r.Requests, r.Limits
 	}
-	res := root.Child("resources")
-	m.CPURequest = cpu(res.Child("requests", "cpu"), req, DefaultCPURequest, &errs)
-	m.CPULimit = cpu(res.Child("limits", "cpu"), lim, "", &errs)
+	m.CPURequest = cpu(root, "requests", req, DefaultCPURequest, &errs)
+	m.CPULimit = cpu(root, "limits", lim, "", &errs)
 	if m.CPURequest != nil && m.CPULimit != nil && m.CPULimit.Cmp(*m.CPURequest) < 0 {
-		errs = append(errs, field.Invalid(res.Child("limits", "cpu"), m.CPULimit.String(),
+		errs = append(errs, field.Invalid(root.Child("resources", "limits", "cpu"), m.CPULimit.String(),
 			"must be at least resources.requests.cpu ("+m.CPURequest.String()+")"))
 	}
 	if v := spec.MaxItemSizeMB; v != nil {
@@ -95,9 +94,10 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 	return m, nil
 }
 
-// cpu parses a positive CPU quantity at p, returning def (nil when def is empty) when c
-// names none.
-func cpu(p *field.Path, c *cachev1alpha1.CPU, def string, errs *field.ErrorList) *resource.Quantity {
+// cpu parses a positive CPU quantity at resources.<which>.cpu under root, returning def (nil
+// when def is empty) when c names none. The field's path is built only for an error: this runs
+// on every call of the function.
+func cpu(root *field.Path, which string, c *cachev1alpha1.CPU, def string, errs *field.ErrorList) *resource.Quantity {
 	s := def
 	if c != nil && c.CPU != "" {
 		s = c.CPU
@@ -107,7 +107,7 @@ func cpu(p *field.Path, c *cachev1alpha1.CPU, def string, errs *field.ErrorList)
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil || q.Sign() <= 0 {
-		*errs = append(*errs, field.Invalid(p, s, "must be "+ruleCPU))
+		*errs = append(*errs, field.Invalid(root.Child("resources", which, "cpu"), s, "must be "+ruleCPU))
 		return nil
 	}
 	return &q
