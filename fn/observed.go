@@ -77,7 +77,11 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 	d.Status.Replicas = int32(integer("status", "replicas"))
 	d.Status.UpdatedReplicas = int32(integer("status", "updatedReplicas"))
 	d.Status.AvailableReplicas = int32(integer("status", "availableReplicas"))
-	for _, c := range get(s, "status", "conditions").GetListValue().GetValues() {
+	conditions := get(s, "status", "conditions").GetListValue().GetValues()
+	if len(conditions) > 0 {
+		d.Status.Conditions = make([]appsv1.DeploymentCondition, 0, len(conditions))
+	}
+	for _, c := range conditions {
 		f := c.GetStructValue().GetFields()
 		d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{
 			Type:    appsv1.DeploymentConditionType(f["type"].GetStringValue()),
@@ -86,5 +90,8 @@ func readDeployment(s *structpb.Struct) (*appsv1.Deployment, error) {
 			Message: f["message"].GetStringValue(),
 		})
 	}
-	return d, errors.Wrapf(err, "cannot read the observed Deployment %q", d.Name)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read the observed Deployment %q", d.Name)
+	}
+	return d, nil
 }

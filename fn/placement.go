@@ -31,9 +31,9 @@ func isInstanceKey(k string) bool {
 }
 
 // observedInstances reads every observed Instance of the function's, by composed resource
-// name.
+// name: nil when there is none, as for every Memcached that runs here.
 func observedInstances(observed map[string]*fnv1.Resource) (map[string]*memcachedv1alpha1.Instance, error) {
-	out := map[string]*memcachedv1alpha1.Instance{}
+	var out map[string]*memcachedv1alpha1.Instance
 	for k, o := range observed {
 		if !isInstanceKey(k) {
 			continue
@@ -41,6 +41,9 @@ func observedInstances(observed map[string]*fnv1.Resource) (map[string]*memcache
 		i := &memcachedv1alpha1.Instance{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.GetResource().AsMap(), i); err != nil {
 			return nil, errors.Wrapf(err, "cannot read the observed Instance %q", str(o.GetResource(), "metadata", "name"))
+		}
+		if out == nil {
+			out = map[string]*memcachedv1alpha1.Instance{}
 		}
 		out[k] = i
 	}

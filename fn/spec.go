@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -37,7 +38,11 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	}
 	// Only the API's own fields are encoded: Crossplane's (claimRef, resourceRefs, ...) are
 	// most of a running XR's spec, and the API ignores them.
-	if json.Unmarshal(appendAPIFields(nil, st.StructValue), spec) == nil {
+	buf := specBuffers.Get().(*[]byte)
+	*buf = appendAPIFields((*buf)[:0], st.StructValue)
+	err := json.Unmarshal(*buf, spec) // Copies what it keeps: the buffer is free again after.
+	specBuffers.Put(buf)
+	if err == nil {
 		return spec, nil
 	}
 
@@ -60,6 +65,10 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	}
 	return spec, errs
 }
+
+// specBuffers hold the JSON of specs being decoded: a spec's fields encode to a few hundred
+// bytes, and a fresh buffer on every call would cost its growth in allocations.
+var specBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // specFields are the JSON names of XMemcachedSpec's fields, those of its inlined structs
 // included: what decodeSpec encodes of an XR's spec.
