@@ -67,8 +67,9 @@ func appendRenderKey(b []byte, m render.Memcached, namespaced bool, placement *c
 	return append(append(b, 0), instanceName...)
 }
 
-// keyBuffers hold the renderKeys being looked up: a key escapes to the heap (render.AppendKey
-// reflects), and a fresh one on every call would cost an allocation per request.
+// keyBuffers hold the cache keys being looked up, renderKeys and the Input's (settingsCache): a
+// key escapes to the heap (render.AppendKey reflects), and a fresh one on every call would
+// cost an allocation per request.
 var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // renderCache remembers renderings: a Memcached's spec rarely changes, yet the function

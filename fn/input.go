@@ -36,9 +36,12 @@ type settingsEntry struct {
 // settings returns the Settings of the request's Input, or the error that makes it a Fatal
 // result.
 func (c *settingsCache) settings(req *fnv1.RunFunctionRequest) (resolve.Settings, error) {
-	key := appendCanonical(make([]byte, 0, 256), structpb.NewStructValue(req.GetInput()))
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	key := appendCanonicalStruct((*buf)[:0], req.GetInput())
+	*buf = key
 	c.mu.RLock()
-	e, ok := c.m[string(key)]
+	e, ok := c.m[string(key)] // A lookup by a converted []byte copies nothing.
 	c.mu.RUnlock()
 	if ok {
 		return e.s, e.err
@@ -84,24 +87,13 @@ func input(req *fnv1.RunFunctionRequest) (*v1beta1.Input, error) {
 
 // appendCanonical appends an encoding of v in which equal values encode equally whatever the
 // order of their maps. It keys the Input cache without the reflection that deterministic
-// protobuf marshaling costs on every call.
+// protobuf marshaling costs on every call, and without allocating: each token is
+// self-delimiting (strings and keys length-prefixed, numbers terminated), so the encoding is
+// unambiguous.
 func appendCanonical(b []byte, v *structpb.Value) []byte {
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_StructValue:
-		if k.StructValue == nil {
-			return append(b, 'n')
-		}
-		keys := make([]string, 0, len(k.StructValue.GetFields()))
-		for key := range k.StructValue.GetFields() {
-			keys = append(keys, key)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for _, key := range keys {
-			b = strconv.AppendQuote(b, key)
-			b = appendCanonical(b, k.StructValue.GetFields()[key])
-		}
-		return append(b, '}')
+		return appendCanonicalStruct(b, k.StructValue)
 	case *structpb.Value_ListValue:
 		b = append(b, '[')
 		for _, e := range k.ListValue.GetValues() {
@@ -109,12 +101,35 @@ func appendCanonical(b []byte, v *structpb.Value) []byte {
 		}
 		return append(b, ']')
 	case *structpb.Value_StringValue:
-		return strconv.AppendQuote(append(b, 's'), k.StringValue)
+		return appendCanonicalString(append(b, 's'), k.StringValue)
 	case *structpb.Value_NumberValue:
-		return strconv.AppendUint(append(b, 'f'), math.Float64bits(k.NumberValue), 16)
+		return append(strconv.AppendUint(append(b, 'f'), math.Float64bits(k.NumberValue), 16), ';')
 	case *structpb.Value_BoolValue:
 		return strconv.AppendBool(append(b, 'b'), k.BoolValue)
 	default:
 		return append(b, 'n')
 	}
+}
+
+// appendCanonicalStruct appends appendCanonical's encoding of s, its fields in key order.
+func appendCanonicalStruct(b []byte, s *structpb.Struct) []byte {
+	if s == nil {
+		return append(b, 'n')
+	}
+	var scratch [16]string // An Input's objects have a handful of fields: sorted in place.
+	keys := scratch[:0]
+	for key := range s.GetFields() {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for _, key := range keys {
+		b = appendCanonical(appendCanonicalString(b, key), s.GetFields()[key])
+	}
+	return append(b, '}')
+}
+
+// appendCanonicalString appends s with its length first.
+func appendCanonicalString(b []byte, s string) []byte {
+	return append(append(strconv.AppendInt(b, int64(len(s)), 10), ':'), s...)
 }
