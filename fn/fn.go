@@ -489,36 +489,67 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 // into the desired XR, keeping whatever earlier steps put there, and connection details for
 // claims.
 func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
+	n := &statusNodes{}
 	dxr := composite(rsp)
 	if dxr.Resource == nil {
-		dxr.Resource = &structpb.Struct{}
+		dxr.Resource = &n.xr
 	}
 	if dxr.Resource.Fields == nil {
-		dxr.Resource.Fields = map[string]*structpb.Value{}
+		dxr.Resource.Fields = make(map[string]*structpb.Value, 1)
 	}
 	status := dxr.Resource.Fields["status"].GetStructValue()
 	if status == nil {
-		status = &structpb.Struct{}
-		dxr.Resource.Fields["status"] = structpb.NewStructValue(status)
+		status = &n.status
+		n.statusKind.StructValue = status
+		n.statusValue.Kind = &n.statusKind
+		dxr.Resource.Fields["status"] = &n.statusValue
 	}
 	if status.Fields == nil {
-		status.Fields = map[string]*structpb.Value{}
+		status.Fields = make(map[string]*structpb.Value, 4)
 	}
-	status.Fields["replicas"] = structpb.NewNumberValue(float64(replicas))
-	status.Fields["availableReplicas"] = structpb.NewNumberValue(float64(available))
+	status.Fields["replicas"] = setNumber(&n.replicas, &n.replicasKind, replicas)
+	status.Fields["availableReplicas"] = setNumber(&n.available, &n.availableKind, available)
 	if t.namespace == "" {
 		return
 	}
-	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
-	status.Fields["selector"] = structpb.NewStringValue(r.selector)
+	status.Fields["endpoint"] = setString(&n.endpoint, &n.endpointKind, r.endpoint)
+	status.Fields["selector"] = setString(&n.selector, &n.selectorKind, r.selector)
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
-			dxr.ConnectionDetails = map[string][]byte{}
+			dxr.ConnectionDetails = make(map[string][]byte, len(r.connection))
 		}
 		for k, v := range r.connection {
 			dxr.ConnectionDetails[k] = v
 		}
 	}
+}
+
+// statusNodes are the protobuf nodes reportStatus may add to the desired XR, allocated
+// together: one allocation on every call instead of up to ten. Each is this call's own, as
+// every node of a response is (only the cached renderings are shared, read-only).
+type statusNodes struct {
+	xr, status                              structpb.Struct
+	statusValue                             structpb.Value
+	statusKind                              structpb.Value_StructValue
+	replicas, available, endpoint, selector structpb.Value
+	replicasKind, availableKind             structpb.Value_NumberValue
+	endpointKind, selectorKind              structpb.Value_StringValue
+}
+
+// setNumber makes v, with its kind k, the number n, as structpb.NewNumberValue would, and
+// returns it.
+func setNumber(v *structpb.Value, k *structpb.Value_NumberValue, n int32) *structpb.Value {
+	k.NumberValue = float64(n)
+	v.Kind = k
+	return v
+}
+
+// setString makes v, with its kind k, the string s, as structpb.NewStringValue would, and
+// returns it.
+func setString(v *structpb.Value, k *structpb.Value_StringValue, s string) *structpb.Value {
+	k.StringValue = s
+	v.Kind = k
+	return v
 }
 
 // reportCondition sets the Available condition and, on a transition worth a person's
