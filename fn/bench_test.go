@@ -39,7 +39,8 @@ func BenchmarkRunFunction(b *testing.B) {
 		"InvalidHoldsAll": read("invalid-repeated-no-event"),
 		"SteadyStateTLS":  read("tls-steady"),
 	}
-	f := New(logging.NewNopLogger())
+	// As function-memcached runs without --debug: a logger that writes no debug messages.
+	f := New(logging.NewNopLogger(), WithDebugLog(false))
 	for name, req := range cases {
 		b.Run(name, func(b *testing.B) {
 			// Each call gets its own copy, as each gRPC call unmarshals its own request.

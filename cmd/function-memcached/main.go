@@ -41,7 +41,7 @@ func (c *cli) Run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return server.Serve(ctx, fn.New(log).Wire(), server.Options{
+	return server.Serve(ctx, fn.New(log, fn.WithDebugLog(c.Debug)).Wire(), server.Options{
 		Network:            c.Network,
 		Address:            c.Address,
 		TLSServerCertsDir:  c.TLSServerCertsDir,
