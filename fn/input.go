@@ -116,15 +116,23 @@ func appendCanonicalStruct(b []byte, s *structpb.Struct) []byte {
 	if s == nil {
 		return append(b, 'n')
 	}
-	var scratch [16]string // An Input's objects have a handful of fields: sorted in place.
+	return appendCanonicalFields(b, s.GetFields(), nil)
+}
+
+// appendCanonicalFields appends the encoding of the object of fields, in key order, only the
+// fields whose names keep holds when keep is not nil.
+func appendCanonicalFields(b []byte, fields map[string]*structpb.Value, keep map[string]bool) []byte {
+	var scratch [16]string // The objects of an Input or a spec have a handful of fields: sorted in place.
 	keys := scratch[:0]
-	for key := range s.GetFields() {
-		keys = append(keys, key)
+	for key := range fields {
+		if keep == nil || keep[key] {
+			keys = append(keys, key)
+		}
 	}
 	slices.Sort(keys)
 	b = append(b, '{')
 	for _, key := range keys {
-		b = appendCanonical(appendCanonicalString(b, key), s.GetFields()[key])
+		b = appendCanonical(appendCanonicalString(b, key), fields[key])
 	}
 	return append(b, '}')
 }

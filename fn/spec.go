@@ -36,18 +36,11 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	if !ok {
 		return nil, field.ErrorList{field.Invalid(specPath, written(v), "must be an object")}
 	}
-	// Only the API's own fields are encoded: Crossplane's (claimRef, resourceRefs, ...) are
-	// most of a running XR's spec, and the API ignores them.
-	buf := specBuffers.Get().(*[]byte)
-	*buf = appendAPIFields((*buf)[:0], st.StructValue)
-	err := json.Unmarshal(*buf, spec) // Copies what it keeps: the buffer is free again after.
-	specBuffers.Put(buf)
-	if err == nil {
+	if spec, ok := decodedSpecs.decode(st.StructValue); ok {
 		return spec, nil
 	}
 
 	// Some field is of the wrong type: decode each field alone, keeping the good ones.
-	spec = &cachev1alpha1.XMemcachedSpec{}
 	var errs field.ErrorList
 	fields := st.StructValue.GetFields()
 	keys := make([]string, 0, len(fields))
@@ -66,9 +59,52 @@ func decodeSpec(xr *structpb.Struct, s resolve.Settings) (*cachev1alpha1.XMemcac
 	return spec, errs
 }
 
-// specBuffers hold the JSON of specs being decoded: a spec's fields encode to a few hundred
-// bytes, and a fresh buffer on every call would cost its growth in allocations.
-var specBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+// maxCachedSpecs bounds the spec cache, like the render cache: a control plane with more
+// distinct specs decodes some of them again, which is correct, only slower.
+const maxCachedSpecs = 1024
+
+// specCache remembers what each distinct spec decodes to. A claim's spec rarely changes, yet
+// the function reads it on every reconcile, and encoding/json's decoding (reflection over the
+// API's types) was the largest part of reading it.
+type specCache struct {
+	mu sync.RWMutex
+	m  map[string]*cachev1alpha1.XMemcachedSpec
+}
+
+// decodedSpecs are the specs decoded so far. Decoding is a function of the spec alone, so one
+// cache serves every Function.
+var decodedSpecs = specCache{m: map[string]*cachev1alpha1.XMemcachedSpec{}}
+
+// decode decodes the API's fields of spec (Crossplane's, like claimRef and resourceRefs, are
+// most of a running XR's spec, and the API ignores them) into a typed spec of the caller's
+// own; false when some field is of the wrong type, which decodeSpec then reports.
+func (c *specCache) decode(spec *structpb.Struct) (*cachev1alpha1.XMemcachedSpec, bool) {
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	key := appendCanonicalFields((*buf)[:0], spec.GetFields(), specFields)
+	*buf = key
+	c.mu.RLock()
+	decoded, ok := c.m[string(key)] // A lookup by a converted []byte copies nothing.
+	c.mu.RUnlock()
+	if ok {
+		// The cached spec stays as it was decoded: each call gets a copy.
+		return decoded.DeepCopy(), true
+	}
+	decoded = &cachev1alpha1.XMemcachedSpec{}
+	if json.Unmarshal(appendAPIFields(nil, spec), decoded) != nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedSpecs {
+		for old := range c.m { // Evict one entry at random.
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[string(key)] = decoded
+	c.mu.Unlock()
+	return decoded.DeepCopy(), true
+}
 
 // specFields are the JSON names of XMemcachedSpec's fields, those of its inlined structs
 // included: what decodeSpec encodes of an XR's spec.
