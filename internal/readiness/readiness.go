@@ -6,6 +6,7 @@ package readiness
 
 import (
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -115,7 +116,8 @@ func Available(d *appsv1.Deployment, w Want, previous string) Condition {
 		return Condition{Reason: ReasonCreating, Message: fmt.Sprintf("creating: 0/%d replicas available", w.Replicas)}
 	}
 	avail := d.Status.AvailableReplicas
-	counts := fmt.Sprintf("%d/%d replicas available", avail, w.Replicas)
+	// Not fmt: this runs on every call of the function.
+	counts := strconv.Itoa(int(avail)) + "/" + strconv.Itoa(int(w.Replicas)) + " replicas available"
 	replicas := ptr.Deref(d.Spec.Replicas, 1)
 	switch {
 	case Deployment(d, w):
