@@ -30,6 +30,10 @@ E2E_AUDIT ?=
 # E2E_CROSSPLANE_ARGS adds flags to `crossplane core start`, e.g. "--max-reconcile-rate=10"
 # or "--poll-interval=10m" (docs/performance.md says what they did at scale).
 E2E_CROSSPLANE_ARGS ?=
+# E2E_CONTROLLER_MANAGER_ARGS adds flags to the control plane's kube-controller-manager, e.g.
+# "--kube-api-qps=100 --kube-api-burst=200" (its client's default, 20 requests a second per
+# controller, paces its Deployment, ReplicaSet and garbage collector controllers at scale).
+E2E_CONTROLLER_MANAGER_ARGS ?=
 # E2E_SCALE_KIND=namespaced makes the scale scenario create v2 namespaced XRs (no claims),
 # composed with the example Composition's Input, instead of claims.
 E2E_SCALE_KIND ?= claim
@@ -123,7 +127,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 	@rc=0; start=$$(date +%s); \
 	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
 		E2E_SCALE=$(E2E_SCALE) E2E_SCALE_CLAIMS=$(E2E_SCALE_CLAIMS) E2E_AUDIT=$(E2E_AUDIT) \
-		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
+		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_CONTROLLER_MANAGER_ARGS='$(E2E_CONTROLLER_MANAGER_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \

@@ -62,24 +62,28 @@ const (
 var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, KeyInstance,
 	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor, KeyPrometheusRule, KeyTLSSecret}
 
-// ResponseTTL and ChangingTTL are how long Crossplane may rely on a response. With realtime
-// compositions (the default in Crossplane v2) an XR is reconciled again when it or anything
-// the function composes or requires changes, and otherwise after the shortest TTL of its
-// pipeline: Crossplane does not poll. Everything this function reads is watched and the
-// function is deterministic, so the TTL is the safety net for a watch event that never
-// arrives — and one does not: Crossplane's per-XR circuit breaker (100 events, then one a
-// second) drops the watch events of a busy XR, its own spec changes among them, for its
-// cooldown (5 minutes by default), letting one through every 30 s. A resize or a rollout of
-// a few real pods opens it (the node lane's TestNodeResize, TestAuthCredentials), and then
-// the claim lags its pods, and a spec change waits, until the TTL.
+// SettledTTL, ResponseTTL and ChangingTTL are how long Crossplane may rely on a response.
+// With realtime compositions (the default in Crossplane v2) an XR is reconciled again when it
+// or anything the function composes or requires changes, and otherwise after the shortest
+// TTL of its pipeline: Crossplane does not poll. Everything this function reads here is
+// watched and the function is deterministic, so the TTL is the safety net for a watch event
+// that never arrives — and one does not: Crossplane's per-XR circuit breaker (100 events,
+// then one a second) drops the watch events of a busy XR, its own spec changes among them,
+// for its cooldown (5 minutes by default), letting one through every 30 s. A resize or a
+// rollout of a few real pods opens it (the node lane's TestNodeResize, TestAuthCredentials),
+// and then the claim lags its pods, and a spec change waits, until the TTL.
 //
 // So a Memcached is looked at again after ChangingTTL while it is changing or unavailable,
 // and while Crossplane says it drops the XR's watch events (the XR's Responsive condition,
-// False while the breaker is open); otherwise after ResponseTTL, one idle call per XR a
-// minute. Following the breaker itself, rather than every recent change, keeps a fleet of
-// settled Memcacheds at one call a minute each (docs/performance.md, the scale runs).
+// False while the breaker is open). A settled one, whose every change Crossplane hears of,
+// after SettledTTL: each call of a settled XR applies every composed resource and its
+// status, and at a minute 1,000 idle claims kept half a core of the API server busy
+// (docs/performance.md, the scale runs). One placed in another cluster after ResponseTTL:
+// Crossplane reads the connection details its Instance publishes without watching them. A
+// TLS pair is looked at again when its first certificate expires, if that comes sooner.
 // Without realtime compositions Crossplane ignores the TTL and polls.
 const (
+	SettledTTL  = 10 * time.Minute
 	ResponseTTL = time.Minute
 	ChangingTTL = 15 * time.Second
 )
@@ -173,7 +177,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	report(rsp, &o, &d, &v)
+	report(rsp, &o, &d, &v, f.now())
 	if !f.debug {
 		return rsp, nil
 	}
@@ -231,6 +235,9 @@ type decision struct {
 	m render.Memcached
 	// placement is where the Memcached runs: nil for this cluster.
 	placement *cachev1alpha1.ProviderConfigReference
+	// tlsExpiry is when the first certificate of the TLS pair served expires (zero without
+	// TLS): the verdict on it changes then, watched or not.
+	tlsExpiry time.Time
 	errs      field.ErrorList
 	// waiting is true while the TLS Secret the spec names has not been fetched: until
 	// Crossplane sends it, nothing can be decided.
@@ -248,9 +255,9 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 			d.waiting = true
 			return nil
 		}
-		served, errs := f.servedTLS(o, d.m, name, secret)
+		served, expiry, errs := f.servedTLS(o, d.m, name, secret)
 		if d.errs = append(d.errs, errs...); len(d.errs) == 0 {
-			d.m.TLS = served
+			d.m.TLS, d.tlsExpiry = served, expiry
 		}
 	}
 	// The provider generates the credentials of a Memcached in another cluster, in that
@@ -407,17 +414,29 @@ func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *
 }
 
 // report writes the verdict into the response: the XR's status and connection details, the
-// Available condition and its event, and how soon Crossplane should call again: soon while
-// the Memcached changes or Crossplane drops its XR's watch events, in a minute once settled
-// or while its spec is invalid (only the owner's fix, a watched change, helps then).
-func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
+// Available condition and its event, and how soon Crossplane should call again (see
+// SettledTTL): soon while the Memcached changes or Crossplane drops its XR's watch events,
+// later once settled or while its spec is invalid (only the owner's fix, a watched change,
+// helps then), and no later than its certificate's expiry.
+func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict, now time.Time) {
 	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
 	reportStatus(rsp, replicas, available, &v.r, d.t)
 	reportCondition(rsp, v.cond, o.reason, o.message)
+	rsp.Meta.Ttl = durationpb.New(responseTTL(o, d, v, now))
+}
+
+// responseTTL is how long Crossplane may rely on this call's response (see SettledTTL).
+func responseTTL(o *observation, d *decision, v *verdict, now time.Time) time.Duration {
 	changing := !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec
-	if changing || o.unresponsive {
-		rsp.Meta.Ttl = durationpb.New(ChangingTTL)
+	switch {
+	case changing || o.unresponsive:
+		return ChangingTTL
+	case v.elsewhere:
+		return ResponseTTL
+	case !d.tlsExpiry.IsZero():
+		return min(SettledTTL, max(d.tlsExpiry.Sub(now)+time.Second, ChangingTTL))
 	}
+	return SettledTTL
 }
 
 // desiredResources returns the response's desired composed resources, creating the map

@@ -21,31 +21,33 @@ import (
 const KeyTLSSecret = "memcached-tls-active"
 
 // servedTLS checks the tenant's TLS Secret (nil when it does not exist) at the function's
-// clock, for the host clients reach m at, and returns the pair to serve. Its Digest, which the
+// clock, for the host clients reach m at, and returns the pair to serve and when the first of
+// its certificates expires. Its Digest, which the
 // pod template carries, is the pair's own once the observed copy holds that pair; until
 // then it stays what the running replicas carry, so that they roll to a renewed pair only once
 // the copy they mount holds it (Crossplane applies the copy and the Deployment in no set
 // order). The copy's change is watched, so the roll follows one reconcile later.
-func (f *Function) servedTLS(o *observation, m render.Memcached, name string, secret *corev1.Secret) (*render.TLS, field.ErrorList) {
+func (f *Function) servedTLS(o *observation, m render.Memcached, name string, secret *corev1.Secret) (*render.TLS, time.Time, field.ErrorList) {
 	now, host := f.now(), render.Host(m)
 	if secret == nil { // Nothing to remember a verdict of.
 		_, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, nil, now)
-		return nil, errs
+		return nil, time.Time{}, errs
 	}
 	k := tlsVerdictKey(name, m.Namespace, host, secret)
-	t, ok := f.tlsVerdicts.get(k, now)
+	v, ok := f.tlsVerdicts.get(k, now)
 	if !ok {
-		var errs field.ErrorList
-		if t, errs = resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now); len(errs) > 0 {
-			return nil, errs
+		t, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now)
+		if len(errs) > 0 {
+			return nil, time.Time{}, errs
 		}
+		v = tlsVerdict{tls: t, until: resolve.TLSSecretExpiry(secret)}
 		if tlsBytes(secret) <= maxRememberedTLSBytes {
-			f.tlsVerdicts.put(k, t, resolve.TLSSecretExpiry(secret))
+			f.tlsVerdicts.put(k, v.tls, v.until)
 		}
 	}
-	served := *t // The remembered verdict is shared: the digest is this call's.
-	served.Digest = loadedDigest(o, t.Digest)
-	return &served, nil
+	served := *v.tls // The remembered verdict is shared: the digest is this call's.
+	served.Digest = loadedDigest(o, v.tls.Digest)
+	return &served, v.until, nil
 }
 
 // maxTLSVerdicts bounds the remembered TLS verdicts: one per distinct TLS Secret content.
@@ -74,14 +76,14 @@ type tlsVerdict struct {
 }
 
 // get returns the remembered acceptance of key, if it holds at now.
-func (c *tlsVerdicts) get(key [sha256.Size]byte, now time.Time) (*render.TLS, bool) {
+func (c *tlsVerdicts) get(key [sha256.Size]byte, now time.Time) (tlsVerdict, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[key]
 	if !ok || now.After(v.until) {
-		return nil, false
+		return tlsVerdict{}, false
 	}
-	return v.tls, true
+	return v, true
 }
 
 func (c *tlsVerdicts) put(key [sha256.Size]byte, t *render.TLS, until time.Time) {

@@ -15,28 +15,36 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestTLSExpiresWhileRunning drives one Function through the tls-steady request at three
-// times: while its certificate is valid, the Memcached is Available; once the certificate has
-// expired (the function remembers accepted Secrets, but no longer than that), the same request
-// is InvalidSpec naming the expiry, with the Deployment and the copy of the pair held as they
-// run.
+// TestTLSExpiresWhileRunning drives one Function through the tls-steady request at several
+// times: while its certificate is valid, the Memcached is Available, and Crossplane is asked
+// to call again no later than a second after the certificate expires (SettledTTL at most,
+// ChangingTTL at least); once it has expired (the function remembers accepted Secrets, but
+// no longer than that), the same request is InvalidSpec naming the expiry, with the
+// Deployment and the copy of the pair held as they run.
 func TestTLSExpiresWhileRunning(t *testing.T) {
 	req := &fnv1.RunFunctionRequest{}
 	readProtoYAML(t, filepath.Join("testdata", "tls-steady", "request.yaml"), req)
 	f := New(logging.NewNopLogger())
+	expiry := time.Date(2126, 12, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		reason string
 		now    time.Time
 		want   string
+		ttl    time.Duration
 	}{
-		{reason: "Valid: accepted (and remembered).", now: fixtureTime, want: "Available"},
-		{reason: "Still valid a year later.", now: fixtureTime.AddDate(1, 0, 0), want: "Available"},
-		{reason: "Expired: refused, though accepted before.", now: time.Date(2126, 12, 1, 0, 0, 1, 0, time.UTC), want: "InvalidSpec"},
+		{reason: "Valid: accepted (and remembered).", now: fixtureTime, want: "Available", ttl: SettledTTL},
+		{reason: "Still valid a year later.", now: fixtureTime.AddDate(1, 0, 0), want: "Available", ttl: SettledTTL},
+		{reason: "Three minutes before it expires: called again a second after.", now: expiry.Add(-3 * time.Minute), want: "Available", ttl: 3*time.Minute + time.Second},
+		{reason: "Five seconds before it expires: called again after ChangingTTL, no sooner.", now: expiry.Add(-5 * time.Second), want: "Available", ttl: ChangingTTL},
+		{reason: "Expired: refused, though accepted before.", now: expiry.Add(time.Second), want: "InvalidSpec", ttl: SettledTTL},
 	} {
 		f.now = func() time.Time { return tc.now }
 		rsp, err := f.RunFunction(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got := rsp.GetMeta().GetTtl().AsDuration(); got != tc.ttl {
+			t.Errorf("%s\nat %v: TTL %v, want %v", tc.reason, tc.now, got, tc.ttl)
 		}
 		var reason, message string
 		for _, c := range rsp.GetConditions() {

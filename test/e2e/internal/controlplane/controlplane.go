@@ -69,6 +69,10 @@ type Options struct {
 	// Services' endpoints (pod addresses) rather than their ClusterIPs, which only the
 	// nodes' kube-proxy serves: the API server runs on the host, not on a node.
 	EndpointRouting bool
+	// ControllerManagerArgs are more flags for the control plane's kube-controller-manager
+	// (not the workload clusters'), e.g. its client's --kube-api-qps, which bounds how fast
+	// its Deployment, ReplicaSet and garbage collector controllers write (scale_test.go).
+	ControllerManagerArgs []string
 	// AllowPrivileged admits privileged containers, which kube-proxy's DaemonSet needs (it
 	// programs its node's netfilter); without it the API server refuses every one.
 	AllowPrivileged bool
@@ -164,7 +168,7 @@ func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
 	if cp.APIServer, err = cp.startAPIServer(ctx, "kube-apiserver", "/registry", audit...); err != nil {
 		return nil, err
 	}
-	if cp.ControllerManager, cp.Scheduler, cp.Kwok, err = cp.startNodeComponents("", cp.APIServer.Kubeconfig); err != nil {
+	if cp.ControllerManager, cp.Scheduler, cp.Kwok, err = cp.startNodeComponents("", cp.APIServer.Kubeconfig, cp.opts.ControllerManagerArgs...); err != nil {
 		return nil, err
 	}
 	return cp, cp.waitSchedulable(ctx, cp.APIServer, o.Nodes)
@@ -173,7 +177,7 @@ func Start(ctx context.Context, o Options) (cp *ControlPlane, err error) {
 // startNodeComponents starts, for the API server of kubeconfig, what makes Deployments roll
 // out: a controller-manager, a scheduler and kwok. Their process names (and logs) carry
 // prefix, empty for the control plane's own.
-func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string) (kcm, scheduler, kwok *proc.Process, err error) {
+func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string, kcmArgs ...string) (kcm, scheduler, kwok *proc.Process, err error) {
 	defer func() {
 		if err != nil {
 			for _, p := range []*proc.Process{kwok, scheduler, kcm} {
@@ -183,7 +187,7 @@ func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string) (kcm, sch
 			}
 		}
 	}()
-	if kcm, err = cp.startAs(prefix+"kube-controller-manager", "kube-controller-manager",
+	if kcm, err = cp.startAs(prefix+"kube-controller-manager", "kube-controller-manager", append([]string{
 		"--kubeconfig="+kubeconfig,
 		"--secure-port=0",
 		"--leader-elect=false",
@@ -197,7 +201,7 @@ func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string) (kcm, sch
 		"--concurrent-replicaset-syncs=10",
 		"--concurrent-gc-syncs=20",
 		"--v=1",
-	); err != nil {
+	}, kcmArgs...)...); err != nil {
 		return nil, nil, nil, err
 	}
 	if scheduler, err = cp.startAs(prefix+"kube-scheduler", "kube-scheduler",

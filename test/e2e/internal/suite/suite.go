@@ -66,6 +66,8 @@ type Options struct {
 	CrossplaneDebug bool
 	// CrossplaneArgs are more flags for `crossplane core start`.
 	CrossplaneArgs []string
+	// ControllerManagerArgs are more flags for the control plane's kube-controller-manager.
+	ControllerManagerArgs []string
 	// Node runs the node lane: a real node beside the fake ones, the lane's images, and the
 	// function as a pod on it (see node.go).
 	Node bool
@@ -78,7 +80,8 @@ type Options struct {
 
 // OptionsFromEnv reads Options from E2E_BIN, E2E_XPKG, E2E_FUNCTION_BINARY,
 // E2E_PROVIDER_XPKG, E2E_OUTPUT, E2E_CROSSPLANE_DEBUG (anything but "false" means on),
-// E2E_CROSSPLANE_ARGS (more flags for Crossplane, space-separated), E2E_NODE (anything but
+// E2E_CROSSPLANE_ARGS (more flags for Crossplane, space-separated),
+// E2E_CONTROLLER_MANAGER_ARGS (more flags for the kube-controller-manager), E2E_NODE (anything but
 // "off" means on), E2E_AUDIT (anything means on) and E2E_LANE ("cluster" for the
 // production-shaped lane), as
 // `make e2e` sets them, with defaults relative to the repository root two directories up
@@ -92,20 +95,21 @@ func OptionsFromEnv() Options {
 		return def
 	}
 	return Options{
-		BinDir:          get("E2E_BIN", filepath.Join(root, "bin")),
-		XPKG:            get("E2E_XPKG", filepath.Join(root, "_output", "function-memcached-"+runtime.GOARCH+".xpkg")),
-		FunctionBinary:  os.Getenv("E2E_FUNCTION_BINARY"),
-		ProviderXPKG:    get("E2E_PROVIDER_XPKG", filepath.Join(root, "_output", "provider-memcached-"+runtime.GOARCH+".xpkg")),
-		ProviderArgs:    []string{"--debug", "--poll=" + ProviderPoll.String()},
-		UpgradeFromXPKG: os.Getenv("E2E_UPGRADE_XPKG"),
-		OutputDir:       get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
-		RepoRoot:        root,
-		Nodes:           3,
-		CrossplaneDebug: os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
-		CrossplaneArgs:  strings.Fields(os.Getenv("E2E_CROSSPLANE_ARGS")),
-		Node:            os.Getenv("E2E_NODE") != "off",
-		Audit:           os.Getenv("E2E_AUDIT") != "",
-		ClusterLane:     os.Getenv("E2E_LANE") == "cluster",
+		BinDir:                get("E2E_BIN", filepath.Join(root, "bin")),
+		XPKG:                  get("E2E_XPKG", filepath.Join(root, "_output", "function-memcached-"+runtime.GOARCH+".xpkg")),
+		FunctionBinary:        os.Getenv("E2E_FUNCTION_BINARY"),
+		ProviderXPKG:          get("E2E_PROVIDER_XPKG", filepath.Join(root, "_output", "provider-memcached-"+runtime.GOARCH+".xpkg")),
+		ProviderArgs:          []string{"--debug", "--poll=" + ProviderPoll.String()},
+		UpgradeFromXPKG:       os.Getenv("E2E_UPGRADE_XPKG"),
+		OutputDir:             get("E2E_OUTPUT", filepath.Join(root, "_output", "e2e")),
+		RepoRoot:              root,
+		Nodes:                 3,
+		CrossplaneDebug:       os.Getenv("E2E_CROSSPLANE_DEBUG") != "false",
+		CrossplaneArgs:        strings.Fields(os.Getenv("E2E_CROSSPLANE_ARGS")),
+		ControllerManagerArgs: strings.Fields(os.Getenv("E2E_CONTROLLER_MANAGER_ARGS")),
+		Node:                  os.Getenv("E2E_NODE") != "off",
+		Audit:                 os.Getenv("E2E_AUDIT") != "",
+		ClusterLane:           os.Getenv("E2E_LANE") == "cluster",
 	}
 }
 
@@ -234,13 +238,14 @@ func resetDirs(dirs ...string) error {
 
 func (e *Env) startControlPlane(ctx context.Context) (err error) {
 	o := controlplane.Options{
-		BinDir:     e.BinDir,
-		WorkDir:    e.WorkDir,
-		LogDir:     e.LogDir,
-		KwokStages: filepath.Join(e.BinDir, "kwok-stages.yaml"),
-		Nodes:      e.Nodes,
-		PIDs:       e.PIDs,
-		AuditLog:   e.AuditLog(),
+		BinDir:                e.BinDir,
+		WorkDir:               e.WorkDir,
+		LogDir:                e.LogDir,
+		KwokStages:            filepath.Join(e.BinDir, "kwok-stages.yaml"),
+		Nodes:                 e.Nodes,
+		PIDs:                  e.PIDs,
+		AuditLog:              e.AuditLog(),
+		ControllerManagerArgs: e.ControllerManagerArgs,
 	}
 	if e.ClusterLane {
 		// On the cluster's bridge, where the nodes and their pods reach it, with no fake
