@@ -188,15 +188,15 @@ func (cp *ControlPlane) startNodeComponents(prefix, kubeconfig string, kcmArgs .
 		}
 	}()
 	if kcm, err = cp.startAs(prefix+"kube-controller-manager", "kube-controller-manager", append([]string{
-		"--kubeconfig="+kubeconfig,
+		"--kubeconfig=" + kubeconfig,
 		"--secure-port=0",
 		"--leader-elect=false",
 		"--controllers=*",
 		"--use-service-account-credentials=false",
-		"--service-account-private-key-file="+cp.cert("sa.key"),
-		"--root-ca-file="+cp.cert("ca.crt"),
-		"--cluster-signing-cert-file="+cp.cert("ca.crt"),
-		"--cluster-signing-key-file="+cp.cert("ca.key"),
+		"--service-account-private-key-file=" + cp.cert("sa.key"),
+		"--root-ca-file=" + cp.cert("ca.crt"),
+		"--cluster-signing-cert-file=" + cp.cert("ca.crt"),
+		"--cluster-signing-key-file=" + cp.cert("ca.key"),
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
 		"--concurrent-gc-syncs=20",
