@@ -39,6 +39,10 @@ E2E_CONTROLLER_MANAGER_ARGS ?=
 E2E_SCALE_KIND ?= claim
 # E2E_SCALE_REST=10m makes it wait that long once all are Available and report the cost at rest.
 E2E_SCALE_REST ?=
+# E2E_SCALE_PODS=5000 creates that many unrelated pods first; E2E_SCALE_DIAGNOSTICS=off composes
+# the claims with the Input's diagnostics.pods false (what caching every pod costs Crossplane).
+E2E_SCALE_PODS ?=
+E2E_SCALE_DIAGNOSTICS ?= on
 # E2E_PROVIDER_LOAD=1 adds the provider's load scenario (TestProviderLoad, minutes).
 E2E_PROVIDER_LOAD ?=
 E2E_PROVIDER_INSTANCES ?= 500
@@ -128,6 +132,7 @@ e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_X
 	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
 		E2E_SCALE=$(E2E_SCALE) E2E_SCALE_CLAIMS=$(E2E_SCALE_CLAIMS) E2E_AUDIT=$(E2E_AUDIT) \
 		E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' E2E_CONTROLLER_MANAGER_ARGS='$(E2E_CONTROLLER_MANAGER_ARGS)' E2E_SCALE_KIND=$(E2E_SCALE_KIND) E2E_SCALE_REST=$(E2E_SCALE_REST) \
+		E2E_SCALE_PODS=$(E2E_SCALE_PODS) E2E_SCALE_DIAGNOSTICS=$(E2E_SCALE_DIAGNOSTICS) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
 		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \

@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -58,6 +61,7 @@ func TestScale(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("cache-%03d", i)
 	}
+	unrelatedPods(t)
 
 	before := snapshot(ctx, t)
 
@@ -155,6 +159,7 @@ func TestScale(t *testing.T) {
 		t.Error(err)
 	}
 	reportRequests(t, n, start, start.Add(wall))
+	reportPeakRSS(t, "once all are Available")
 	atRest(ctx, t, n)
 
 	deployments, err := env.Kube.Resource(deploymentGVK, ns)
@@ -276,6 +281,86 @@ func atRest(ctx context.Context, t *testing.T, n int) {
 	t.Logf("at rest for %s: %.3f RunFunction calls per claim per minute; CPU milliseconds per claim per minute: %s",
 		rest, perClaimMinute(float64(after.calls-before.calls)), strings.Join(cpu, ", "))
 	reportRequests(t, n, from, time.Now())
+	reportPeakRSS(t, "after the rest")
+}
+
+// reportPeakRSS logs the most resident memory each process of the control plane, and the
+// function, has had so far (VmHWM): the suite starts them for this run, so it is their peak
+// over it.
+func reportPeakRSS(t *testing.T, when string) {
+	t.Helper()
+	var out []string
+	if b, err := env.Function.PeakRSS(); err == nil {
+		out = append(out, fmt.Sprintf("function %.0f", float64(b)/(1<<20)))
+	}
+	for _, p := range env.Processes() {
+		if b, err := p.PeakRSS(); err == nil {
+			out = append(out, fmt.Sprintf("%s %.0f", p.Name(), float64(b)/(1<<20)))
+		}
+	}
+	slices.Sort(out)
+	t.Logf("peak RSS %s, MiB: %s", when, strings.Join(out, ", "))
+}
+
+// unrelatedPods creates E2E_SCALE_PODS pods (default none) that have nothing to do with any
+// Memcached, in a namespace of their own, and waits until they run on the kwok nodes: the
+// rest of a cluster, whose pods Crossplane caches too once any XR requires pods (the Input's
+// diagnostics.pods), which is what the scenario then measures.
+func unrelatedPods(t *testing.T) {
+	t.Helper()
+	v := os.Getenv("E2E_SCALE_PODS")
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("E2E_SCALE_PODS=%q: want a number of pods", v)
+	}
+	ctx := context.Background()
+	ns := newNamespace(t, "unrelated")
+	pods := make([]string, n)
+	for i := range pods {
+		pods[i] = fmt.Sprintf("app-%04d", i)
+	}
+	start := time.Now()
+	inParallel(t, pods, func(name string) error {
+		_, err := env.Kube.Typed.CoreV1().Pods(ns).Create(ctx, unrelatedPod(ns, name), metav1.CreateOptions{})
+		return err
+	})
+	err = kube.Wait(ctx, scaleTimeout, fmt.Sprintf("%d unrelated pods running", n), func(ctx context.Context) error {
+		l, err := env.Kube.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		if err != nil {
+			return err
+		}
+		if len(l.Items) < n {
+			return errors.Errorf("%d running", len(l.Items))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d unrelated pods running %.1fs after the first create", n, time.Since(start).Seconds())
+}
+
+// unrelatedPod is an application's pod of ordinary size (a container with a few labels and
+// environment variables), as the restricted Pod Security level admits it.
+func unrelatedPod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/name": "shop", "app.kubernetes.io/instance": name}},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "shop", Image: "registry.example.com/shop:1.0",
+				Env:   []corev1.EnvVar{{Name: "SHOP_MODE", Value: "production"}, {Name: "SHOP_REGION", Value: "zone-a"}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
 }
 
 // A scaleKind is what TestScale creates: claims of the example Composition, or v2 namespaced
@@ -293,6 +378,18 @@ func scaleKindFromEnv(t *testing.T) scaleKind {
 	t.Helper()
 	switch k := os.Getenv("E2E_SCALE_KIND"); k {
 	case "", "claim":
+		if !scaleDiagnostics(t) {
+			comp := exampleObject(t, "composition.yaml", "")
+			comp.SetName("scale-no-diagnostics." + comp.GetName())
+			withoutDiagnostics(t, comp)
+			apply(t, comp)
+			return scaleKind{what: "claims of example/composition.yaml with diagnostics.pods false", plural: "claims", file: "claims-no-diagnostics", gvk: claimGVK,
+				object: func(ns, name string) *unstructured.Unstructured {
+					c := newClaim(ns, name, 1)
+					_ = unstructured.SetNestedField(c.Object, map[string]any{"name": comp.GetName()}, "spec", "compositionRef")
+					return c
+				}}
+		}
 		return scaleKind{what: "claims of example/composition.yaml", plural: "claims", file: "claims", gvk: claimGVK,
 			object: func(ns, name string) *unstructured.Unstructured { return newClaim(ns, name, 1) }}
 	case "namespaced":
@@ -305,6 +402,9 @@ func scaleKindFromEnv(t *testing.T) scaleKind {
 		comp.SetName("scale." + comp.GetName())
 		if err := unstructured.SetNestedField(comp.Object, input, "spec", "pipeline"); err != nil {
 			t.Fatal(err)
+		}
+		if !scaleDiagnostics(t) {
+			withoutDiagnostics(t, comp)
 		}
 		apply(t, comp)
 		return scaleKind{what: "v2 namespaced XRs composed with example/composition.yaml's pipeline", plural: "namespaced XRs", file: "namespaced", gvk: namespacedGVK,
@@ -319,6 +419,37 @@ func scaleKindFromEnv(t *testing.T) scaleKind {
 	default:
 		t.Fatalf("E2E_SCALE_KIND=%q: want claim or namespaced", k)
 		return scaleKind{}
+	}
+}
+
+// scaleDiagnostics reads E2E_SCALE_DIAGNOSTICS: on (the default, as the example Input) or
+// off, for claims composed with diagnostics.pods false.
+func scaleDiagnostics(t *testing.T) bool {
+	t.Helper()
+	switch v := os.Getenv("E2E_SCALE_DIAGNOSTICS"); v {
+	case "", "on":
+		return true
+	case "off":
+		return false
+	default:
+		t.Fatalf("E2E_SCALE_DIAGNOSTICS=%q: want on or off", v)
+		return false
+	}
+}
+
+// withoutDiagnostics sets diagnostics.pods false in the Input of comp's one pipeline step.
+func withoutDiagnostics(t *testing.T, comp *unstructured.Unstructured) {
+	t.Helper()
+	pipeline, _, err := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+	if err != nil || len(pipeline) != 1 {
+		t.Fatalf("Composition %s: want one pipeline step (%v)", comp.GetName(), err)
+	}
+	step := pipeline[0].(map[string]any)
+	if err := unstructured.SetNestedField(step, false, "input", "diagnostics", "pods"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(comp.Object, pipeline, "spec", "pipeline"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/node"
+	"github.com/example/function-memcached/test/e2e/internal/proc"
 )
 
 // What Crossplane's Default runtime names and mounts (internal/controller/pkg/runtime in
@@ -412,6 +413,23 @@ func (rt *PodRuntime) CPUTime() (time.Duration, error) {
 		return 0, err
 	}
 	return c.CPUTime()
+}
+
+// PeakRSS is the most resident memory the function's process (in its container) has had.
+func (rt *PodRuntime) PeakRSS() (int64, error) {
+	pod, err := rt.Pod(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	c, err := node.FindContainer(pod, RuntimeContainer)
+	if err != nil {
+		return 0, err
+	}
+	pids, err := c.PIDs()
+	if err != nil {
+		return 0, err
+	}
+	return proc.PeakRSSOf(pids[0])
 }
 
 // MetricsURL is the function's Prometheus endpoint on its pod's address.

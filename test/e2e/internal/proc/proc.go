@@ -334,3 +334,29 @@ func (p *Process) CPUTime() (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
+
+// PeakRSS returns the most resident memory the current process has had (VmHWM), in bytes:
+// what a scale scenario reports as each component's memory at 1,000 claims.
+func (p *Process) PeakRSS() (int64, error) {
+	pid := p.PID()
+	if pid == 0 {
+		return 0, errors.Errorf("%s is not running", p.spec.Name)
+	}
+	return PeakRSSOf(pid)
+}
+
+// PeakRSSOf returns the VmHWM of process pid, in bytes.
+func PeakRSSOf(pid int) (int64, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/status"
+	b, err := os.ReadFile(path) //nolint:gosec // procfs.
+	if err != nil {
+		return 0, errors.Wrapf(err, "cannot read %s", path)
+	}
+	for l := range strings.Lines(string(b)) {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10, errors.Wrapf(err, "cannot parse %s's VmHWM", path)
+		}
+	}
+	return 0, errors.Errorf("no VmHWM in %s", path)
+}

@@ -20,6 +20,8 @@ type Function interface {
 	Running() bool
 	// CPUTime is the CPU time the function used since it last started.
 	CPUTime() (time.Duration, error)
+	// PeakRSS is the most resident memory the function's process has had, in bytes.
+	PeakRSS() (int64, error)
 	// RunFunctionCalls is how many RunFunction calls it answered since it last started.
 	RunFunctionCalls(ctx context.Context) (int64, error)
 	// Stop stops what the suite runs for the function.
