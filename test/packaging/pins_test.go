@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/modfile"
@@ -33,21 +34,73 @@ func TestCrossplaneToolsSharePins(t *testing.T) {
 	}
 }
 
+// kubernetesPinned are the tool modules that build with tools/kubernetes's versions of every
+// module they share with it (the Kubernetes libraries, and whatever those depend on).
+var kubernetesPinned = []string{"helm", "coredns", "kube-router"}
+
+// TestToolsShareKubernetesPins fails when a tool of kubernetesPinned builds a module it shares
+// with tools/kubernetes (the control plane's binaries) at another version: one drifted
+// module (say golang.org/x/net, which k8s.io/apimachinery imports) makes a cold machine
+// compile the Kubernetes libraries once more for that tool. Replaces count: they are how the
+// tools pin what their own requirements would raise.
+func TestToolsShareKubernetesPins(t *testing.T) {
+	kube := effective(t, filepath.Join("tools", "kubernetes", "go.mod"))
+	for _, tool := range kubernetesPinned {
+		rel := filepath.Join("tools", tool, "go.mod")
+		var drifted []string
+		for path, v := range effective(t, rel) {
+			if kv, ok := kube[path]; ok && kv != v {
+				drifted = append(drifted, "-replace="+path+"="+path+"@"+kv+" (builds with "+v+")")
+			}
+		}
+		sort.Strings(drifted)
+		if len(drifted) > 0 {
+			t.Errorf("%s builds %d modules at other versions than tools/kubernetes; `go -C tools/%s mod edit` with\n%s\nthen `go mod tidy` there",
+				rel, len(drifted), tool, strings.Join(drifted, "\n"))
+		}
+	}
+}
+
+// effective reads a go.mod under the repository root into module path → the version it builds
+// with: its replacement's where it is replaced by a version, else its requirement.
+func effective(t *testing.T, rel string) map[string]string {
+	t.Helper()
+	f := parse(t, rel)
+	m := make(map[string]string, len(f.Require))
+	for _, r := range f.Require {
+		m[r.Mod.Path] = r.Mod.Version
+	}
+	for _, r := range f.Replace {
+		if r.New.Version != "" && r.Old.Version == "" {
+			m[r.Old.Path] = r.New.Version
+		}
+	}
+	return m
+}
+
 // requires reads a go.mod under the repository root into module path → version.
 func requires(t *testing.T, rel string) map[string]string {
+	t.Helper()
+	f := parse(t, rel)
+	m := make(map[string]string, len(f.Require))
+	for _, r := range f.Require {
+		m[r.Mod.Path] = r.Mod.Version
+	}
+	return m
+}
+
+// parse reads the go.mod at rel under the repository root.
+func parse(t *testing.T, rel string) *modfile.File {
 	t.Helper()
 	p := filepath.Join(root, rel)
 	data, err := os.ReadFile(p) //nolint:gosec // a fixed path in this repository
 	if err != nil {
 		t.Fatalf("read %s: %v", rel, err)
 	}
-	f, err := modfile.ParseLax(p, data, nil)
+	// Parse, not ParseLax, which skips replace directives.
+	f, err := modfile.Parse(p, data, nil)
 	if err != nil {
 		t.Fatalf("parse %s: %v", rel, err)
 	}
-	m := make(map[string]string, len(f.Require))
-	for _, r := range f.Require {
-		m[r.Mod.Path] = r.Mod.Version
-	}
-	return m
+	return f
 }

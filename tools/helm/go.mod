@@ -1,5 +1,9 @@
 // Module helm pins Helm v3, with which the end-to-end suite's production-shaped lane installs
 // Crossplane from the chart in the pinned Crossplane module, as a platform team does.
+// Every module it shares with tools/kubernetes is replaced by the version tools/kubernetes
+// builds with (test/packaging's TestToolsShareKubernetesPins), so that the Go build cache
+// compiles the Kubernetes libraries once for the control plane and this tool: minutes of the
+// cold CI budget (docs/performance.md, building).
 module github.com/example/function-memcached/tools/helm
 
 go 1.26
@@ -33,18 +37,16 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
-	github.com/go-logr/logr v1.4.2 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/gofrs/flock v0.12.1 // indirect
-	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/gosuri/uitable v0.0.4 // indirect
 	github.com/gregjones/httpcache v0.0.0-20190611155906-901d90724c79 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
@@ -66,13 +68,11 @@ require (
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
-	github.com/moby/spdystream v0.5.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
@@ -88,39 +88,177 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.2 // indirect
+	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/crypto v0.41.0 // indirect
-	golang.org/x/net v0.42.0 // indirect
+	golang.org/x/crypto v0.45.0 // indirect
+	golang.org/x/net v0.47.0 // indirect
 	golang.org/x/oauth2 v0.30.0 // indirect
-	golang.org/x/sync v0.16.0 // indirect
-	golang.org/x/sys v0.35.0 // indirect
-	golang.org/x/term v0.34.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/sync v0.18.0 // indirect
+	golang.org/x/sys v0.38.0 // indirect
+	golang.org/x/term v0.37.0 // indirect
+	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.12.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
-	google.golang.org/grpc v1.72.1 // indirect
-	google.golang.org/protobuf v1.36.5 // indirect
-	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
+	google.golang.org/grpc v1.72.2 // indirect
+	google.golang.org/protobuf v1.36.8 // indirect
+	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	helm.sh/helm/v3 v3.19.0 // indirect
-	k8s.io/api v0.34.0 // indirect
+	k8s.io/api v0.35.4 // indirect
 	k8s.io/apiextensions-apiserver v0.34.0 // indirect
-	k8s.io/apimachinery v0.34.0 // indirect
-	k8s.io/apiserver v0.34.0 // indirect
-	k8s.io/cli-runtime v0.34.0 // indirect
-	k8s.io/client-go v0.34.0 // indirect
-	k8s.io/component-base v0.34.0 // indirect
+	k8s.io/apimachinery v0.35.4 // indirect
+	k8s.io/apiserver v0.35.4 // indirect
+	k8s.io/cli-runtime v0.35.4 // indirect
+	k8s.io/client-go v0.35.4 // indirect
+	k8s.io/component-base v0.35.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
+	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
 	k8s.io/kubectl v0.34.0 // indirect
-	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
+	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	oras.land/oras-go/v2 v2.6.0 // indirect
-	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
+	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.20.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.20.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace cloud.google.com/go/compute/metadata => cloud.google.com/go/compute/metadata v0.7.0
+
+replace github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161
+
+replace github.com/cilium/ebpf => github.com/cilium/ebpf v0.17.3
+
+replace github.com/containerd/containerd/api => github.com/containerd/containerd/api v1.9.0
+
+replace github.com/containerd/errdefs => github.com/containerd/errdefs v1.0.0
+
+replace github.com/containerd/typeurl/v2 => github.com/containerd/typeurl/v2 v2.2.3
+
+replace github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.0
+
+replace github.com/davecgh/go-spew => github.com/davecgh/go-spew v1.1.1
+
+replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
+
+replace github.com/google/gofuzz => github.com/google/gofuzz v1.0.0
+
+replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
+
+replace github.com/matttproud/golang_protobuf_extensions => github.com/matttproud/golang_protobuf_extensions v1.0.1
+
+replace github.com/moby/spdystream => github.com/moby/spdystream v0.5.1
+
+replace github.com/moby/sys/mountinfo => github.com/moby/sys/mountinfo v0.7.2
+
+replace github.com/moby/term => github.com/moby/term v0.5.0
+
+replace github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.27.2
+
+replace github.com/onsi/gomega => github.com/onsi/gomega v1.38.2
+
+replace github.com/opencontainers/runtime-spec => github.com/opencontainers/runtime-spec v1.2.1
+
+replace github.com/opencontainers/selinux => github.com/opencontainers/selinux v1.13.0
+
+replace github.com/pmezard/go-difflib => github.com/pmezard/go-difflib v1.0.0
+
+replace github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.23.2
+
+replace github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.2
+
+replace github.com/prometheus/common => github.com/prometheus/common v0.66.1
+
+replace github.com/prometheus/procfs => github.com/prometheus/procfs v0.16.1
+
+replace github.com/rogpeppe/go-internal => github.com/rogpeppe/go-internal v1.14.1
+
+replace github.com/spf13/cobra => github.com/spf13/cobra v1.10.0
+
+replace github.com/vishvananda/netlink => github.com/vishvananda/netlink v1.3.1
+
+replace github.com/vishvananda/netns => github.com/vishvananda/netns v0.0.5
+
+replace github.com/yuin/goldmark => github.com/yuin/goldmark v1.4.13
+
+replace go.etcd.io/bbolt => go.etcd.io/bbolt v1.4.3
+
+replace go.opentelemetry.io/auto/sdk => go.opentelemetry.io/auto/sdk v1.2.1
+
+replace go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0
+
+replace go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.41.0
+
+replace go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.27.0
+
+replace go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.41.0
+
+replace go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.36.0
+
+replace go.opentelemetry.io/otel/sdk/metric => go.opentelemetry.io/otel/sdk/metric v1.36.0
+
+replace go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.41.0
+
+replace go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
+
+replace golang.org/x/crypto => golang.org/x/crypto v0.45.0
+
+replace golang.org/x/mod => golang.org/x/mod v0.29.0
+
+replace golang.org/x/net => golang.org/x/net v0.47.0
+
+replace golang.org/x/sync => golang.org/x/sync v0.18.0
+
+replace golang.org/x/sys => golang.org/x/sys v0.38.0
+
+replace golang.org/x/term => golang.org/x/term v0.37.0
+
+replace golang.org/x/text => golang.org/x/text v0.31.0
+
+replace golang.org/x/time => golang.org/x/time v0.9.0
+
+replace golang.org/x/tools => golang.org/x/tools v0.38.0
+
+replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
+
+replace google.golang.org/grpc => google.golang.org/grpc v1.72.2
+
+replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.8
+
+replace gopkg.in/evanphx/json-patch.v4 => gopkg.in/evanphx/json-patch.v4 v4.13.0
+
+replace k8s.io/api => k8s.io/api v0.35.4
+
+replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.4
+
+replace k8s.io/apimachinery => k8s.io/apimachinery v0.35.4
+
+replace k8s.io/apiserver => k8s.io/apiserver v0.35.4
+
+replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.35.4
+
+replace k8s.io/client-go => k8s.io/client-go v0.35.4
+
+replace k8s.io/code-generator => k8s.io/code-generator v0.35.4
+
+replace k8s.io/component-base => k8s.io/component-base v0.35.4
+
+replace k8s.io/component-helpers => k8s.io/component-helpers v0.35.4
+
+replace k8s.io/cri-api => k8s.io/cri-api v0.35.4
+
+replace k8s.io/gengo/v2 => k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b
+
+replace k8s.io/kms => k8s.io/kms v0.35.4
+
+replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912
+
+replace k8s.io/kubectl => k8s.io/kubectl v0.35.4
+
+replace k8s.io/metrics => k8s.io/metrics v0.35.4
+
+replace k8s.io/utils => k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
+
+replace sigs.k8s.io/json => sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
