@@ -256,7 +256,11 @@ func reportRequests(t *testing.T, n int, from, to time.Time) {
 	t.Logf("API server requests per claim by client and verb: %s", strings.Join(reads, ", "))
 }
 
-// atRest waits E2E_SCALE_REST (a duration, default none) with nothing changing, then logs
+// restSettle is how long atRest waits before its window opens.
+const restSettle = 2 * time.Minute
+
+// atRest waits restSettle and then E2E_SCALE_REST (a duration, default none) with nothing
+// changing, then logs
 // what keeping n Available claims costs per claim per minute: RunFunction calls, each
 // process's CPU and, with E2E_AUDIT=1, the API server's requests.
 func atRest(ctx context.Context, t *testing.T, n int) {
@@ -269,6 +273,9 @@ func atRest(ctx context.Context, t *testing.T, n int) {
 	if err != nil || rest < time.Minute {
 		t.Fatalf("E2E_SCALE_REST=%q: want a duration of at least 1m", v)
 	}
+	// Crossplane's queues still hold the last claims' final reconciles (their connection
+	// Secrets, their events) when the watch sees every claim Available: let them drain first.
+	time.Sleep(restSettle)
 	before := snapshot(ctx, t)
 	from := time.Now()
 	time.Sleep(rest)
