@@ -116,9 +116,9 @@ define e2e_kill_leftovers
 endef
 
 ## e2e-prerequisites: every tool make e2e needs (its lanes' too, as E2E_NODE and E2E_CLUSTER
-# say), built ahead: .ci/run builds them beside make test (make -j2), so that one build's
-# downloads and single-threaded links overlap another's compiles on a new machine. The
-# packages are left to make e2e, which rebuilds them anyway (from the Go cache).
+# say). make e2e builds them all before its first suite, so that `make -j2 test e2e` (.ci/run)
+# builds them beside make test: one build's downloads and single-threaded links overlap
+# another's compiles on a new machine.
 .PHONY: e2e-prerequisites
 e2e-prerequisites: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied e2e-node
 
@@ -126,7 +126,7 @@ e2e-prerequisites: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.
 # The xpkgs are the host's packages of `make xpkg` and `make provider-xpkg`, built by the same
 # rules: Crossplane installs both, and the suite runs the binaries their runtime images hold.
 .PHONY: e2e
-e2e: $(E2E_TOOLS) $(BIN)/kwok-stages.yaml $(BIN)/crossplane-crds/.copied $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
+e2e: e2e-prerequisites $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
 	@mkdir -p $(E2E_OUTPUT)
 	@rc=0; start=$$(date +%s); \
 	E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
