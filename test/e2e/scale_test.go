@@ -34,9 +34,14 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/proc"
 )
 
-// scaleTimeout bounds the wait for every claim to become Available, and then for every
-// claim and composed object to be gone.
-const scaleTimeout = 15 * time.Minute
+// scaleTarget is the time every claim must take to become Available, and then to be gone
+// with everything composed for it (#23's goal for 3,000 claims). A run over it fails, but
+// waits on up to scaleGiveUp and reports the time it took: a target missed by a minute and
+// one missed by an hour are different findings.
+const (
+	scaleTarget = 15 * time.Minute
+	scaleGiveUp = 2 * scaleTarget
+)
 
 // Many claims created at once all become Available; the test reports how long that took and
 // what the function spent on each reconcile: its CPU time (user + system, from /proc) over
@@ -97,7 +102,7 @@ func TestScale(t *testing.T) {
 			return claims.Watch(ctx, o)
 		},
 	}
-	wctx, cancel := context.WithTimeout(ctx, scaleTimeout)
+	wctx, cancel := context.WithTimeout(ctx, scaleGiveUp)
 	defer cancel()
 	_, err = watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
 		u, ok := ev.Object.(*unstructured.Unstructured)
@@ -145,6 +150,9 @@ func TestScale(t *testing.T) {
 	firsts := slices.Sorted(maps.Values(firstAvailable))
 	t.Logf("%d %s (size 1): created in %.1fs, all Available %.1fs after the first create; each first Available after: median %.1fs, 90th percentile %.1fs",
 		n, kind.plural, created.Seconds(), wall.Seconds(), firsts[len(firsts)/2].Seconds(), firsts[len(firsts)*9/10].Seconds())
+	if wall > scaleTarget {
+		t.Errorf("%d %s took %.1fs to be Available, over the %s target", n, kind.plural, wall.Seconds(), scaleTarget)
+	}
 	if len(relapses) > 0 {
 		t.Logf("%d times a claim stopped being Available before all were; the first ones:\n%s", len(relapses), strings.Join(relapses[:min(len(relapses), 10)], "\n"))
 	}
@@ -172,30 +180,47 @@ func TestScale(t *testing.T) {
 
 	// Delete them all, as `kubectl delete memcached --all` does (one request per claim; a
 	// DeleteCollection of a thousand outlasts the API server's one-minute request timeout on
-	// a busy control plane), and wait until the claims, their XRs and their Deployments are
-	// gone.
+	// a busy control plane), and wait until the claims, their XRs and everything composed
+	// for them (Deployments, Services, NetworkPolicies, Secrets) are gone.
+	gone := map[string]dynamic.ResourceInterface{kind.plural: claims}
+	for what, gvk := range map[string]schema.GroupVersionKind{
+		"Deployments": deploymentGVK, "Services": serviceGVK, "NetworkPolicies": networkPolicyGVK, "Secrets": secretGVK, "XRs": xrGVK,
+	} {
+		if gvk == xrGVK && kind.gvk != claimGVK {
+			continue // namespaced XRs are what was created
+		}
+		if gone[what], err = env.Kube.Resource(gvk, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
 	start = time.Now()
 	inParallel(t, names, func(name string) error {
 		return claims.Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	err = kube.Wait(ctx, scaleTimeout, "every claim and Deployment deleted", func(ctx context.Context) error {
-		c, err := count(ctx, claims)
-		if err != nil {
-			return err
+	err = kube.Wait(ctx, scaleGiveUp, "every claim and everything composed deleted", func(ctx context.Context) error {
+		var left []string
+		for _, what := range slices.Sorted(maps.Keys(gone)) {
+			c, err := count(ctx, gone[what])
+			if err != nil {
+				return err
+			}
+			if c > 0 {
+				left = append(left, fmt.Sprintf("%d %s", c, what))
+			}
 		}
-		d, err := count(ctx, deployments)
-		if err != nil {
-			return err
-		}
-		if c+d > 0 {
-			return errors.Errorf("%d claims and %d Deployments left", c, d)
+		if len(left) > 0 {
+			return errors.Errorf("left: %s", strings.Join(left, ", "))
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d %s deleted: they and their Deployments gone %.1fs after the delete", n, kind.plural, time.Since(start).Seconds())
+	deleted := time.Since(start)
+	t.Logf("%d %s deleted: they and everything composed for them gone %.1fs after the delete", n, kind.plural, deleted.Seconds())
+	if deleted > scaleTarget {
+		t.Errorf("deleting %d %s took %.1fs, over the %s target", n, kind.plural, deleted.Seconds(), scaleTarget)
+	}
 }
 
 // writeScaleCSV writes, for `make scale-plot`, each claim's create and first-Available times
@@ -334,7 +359,7 @@ func unrelatedPods(t *testing.T) {
 		_, err := env.Kube.Typed.CoreV1().Pods(ns).Create(ctx, unrelatedPod(ns, name), metav1.CreateOptions{})
 		return err
 	})
-	err = kube.Wait(ctx, scaleTimeout, fmt.Sprintf("%d unrelated pods running", n), func(ctx context.Context) error {
+	err = kube.Wait(ctx, scaleGiveUp, fmt.Sprintf("%d unrelated pods running", n), func(ctx context.Context) error {
 		l, err := env.Kube.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
 		if err != nil {
 			return err

@@ -95,6 +95,9 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 		"--enable-webhooks=false",
 		"--tls-client-certs-dir=" + o.ClientCertsDir,
 		"--xpkg-cache-dir=" + filepath.Join(o.WorkDir, "xpkg-cache"),
+		// Used only with --enable-function-response-cache (E2E_CROSSPLANE_ARGS); its default,
+		// /cache/xfn, would be on the host.
+		"--xfn-cache-dir=" + filepath.Join(o.WorkDir, "xfn-cache"),
 		"--namespace=" + Namespace,
 		// Crossplane binds these on every interface; free ports keep them out of the way.
 		"--metrics-port=" + strconv.Itoa(ports[0]),
@@ -104,8 +107,10 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 		args = append([]string{"--debug"}, args...)
 	}
 	args = append(args, o.Args...)
-	if err := os.MkdirAll(filepath.Join(o.WorkDir, "xpkg-cache"), 0o755); err != nil {
-		return nil, errors.Wrap(err, "cannot create the package cache")
+	for _, d := range []string{"xpkg-cache", "xfn-cache"} {
+		if err := os.MkdirAll(filepath.Join(o.WorkDir, d), 0o755); err != nil {
+			return nil, errors.Wrapf(err, "cannot create %s", d)
+		}
 	}
 	p, err := proc.Start(proc.Spec{Name: "crossplane", Path: o.Binary, Args: args, Env: env}, o.LogDir, o.PIDs)
 	if err != nil {
