@@ -794,10 +794,10 @@ func TestUpgradeKeepsPods(t *testing.T) {
 	// Sample the claims every second from the upgrade on.
 	// Measured here: for some seconds of the handover the claims say Available=Unknown,
 	// FatalError (what Crossplane writes over a function's conditions when a pipeline run
-	// fails), their pods untouched; the cause is not yet confirmed (most likely the moment
-	// Crossplane's old runtime Deployment is gone and the new one does not answer yet). That
-	// is counted and reported (docs/operations.md#upgrades), not failed; a claim saying it is
-	// not available fails.
+	// fails), their pods untouched: Crossplane makes the new FunctionRevision active before
+	// its runtime has published status.endpoint, and the XRs' pipelines fail until it has
+	// (their Synced says so, logged below). That is counted and reported
+	// (docs/operations.md#upgrades), not failed; a claim saying it is not available fails.
 	stop := make(chan struct{})
 	unavailable := make(chan string, 100)
 	var unknown atomic.Int32
