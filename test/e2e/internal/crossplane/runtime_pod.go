@@ -404,11 +404,7 @@ func (rt *PodRuntime) Start(ctx context.Context) error {
 
 // CPUTime is the CPU time of the function's container (since its last restart).
 func (rt *PodRuntime) CPUTime() (time.Duration, error) {
-	pod, err := rt.Pod(context.Background())
-	if err != nil {
-		return 0, err
-	}
-	c, err := node.FindContainer(pod, RuntimeContainer)
+	c, err := rt.container()
 	if err != nil {
 		return 0, err
 	}
@@ -417,11 +413,7 @@ func (rt *PodRuntime) CPUTime() (time.Duration, error) {
 
 // PeakRSS is the most resident memory the function's process (in its container) has had.
 func (rt *PodRuntime) PeakRSS() (int64, error) {
-	pod, err := rt.Pod(context.Background())
-	if err != nil {
-		return 0, err
-	}
-	c, err := node.FindContainer(pod, RuntimeContainer)
+	c, err := rt.container()
 	if err != nil {
 		return 0, err
 	}
@@ -430,6 +422,15 @@ func (rt *PodRuntime) PeakRSS() (int64, error) {
 		return 0, err
 	}
 	return proc.PeakRSSOf(pids[0])
+}
+
+// container is the function's container in its current pod, as the node runs it.
+func (rt *PodRuntime) container() (node.Container, error) {
+	pod, err := rt.Pod(context.Background())
+	if err != nil {
+		return node.Container{}, err
+	}
+	return node.FindContainer(pod, RuntimeContainer)
 }
 
 // MetricsURL is the function's Prometheus endpoint on its pod's address.
