@@ -66,10 +66,7 @@ func TestToolsShareKubernetesPins(t *testing.T) {
 func effective(t *testing.T, rel string) map[string]string {
 	t.Helper()
 	f := parse(t, rel)
-	m := make(map[string]string, len(f.Require))
-	for _, r := range f.Require {
-		m[r.Mod.Path] = r.Mod.Version
-	}
+	m := required(f)
 	for _, r := range f.Replace {
 		if r.New.Version != "" && r.Old.Version == "" {
 			m[r.Old.Path] = r.New.Version
@@ -81,7 +78,11 @@ func effective(t *testing.T, rel string) map[string]string {
 // requires reads a go.mod under the repository root into module path → version.
 func requires(t *testing.T, rel string) map[string]string {
 	t.Helper()
-	f := parse(t, rel)
+	return required(parse(t, rel))
+}
+
+// required is f's requirements: module path → version.
+func required(f *modfile.File) map[string]string {
 	m := make(map[string]string, len(f.Require))
 	for _, r := range f.Require {
 		m[r.Mod.Path] = r.Mod.Version
