@@ -29,7 +29,9 @@ $(BIN):
 
 # The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
 # link time, where its own build sets it, or `crossplane version` prints nothing.
-$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
+# After crossplane-core (build/e2e.mk), whose packages it shares: side by side, both would
+# compile them.
+$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN) $(BIN)/crossplane-core
 	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/crossplane build -trimpath \
 		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
@@ -87,14 +89,17 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 		--include-function-results --crossplane-binary=$(BIN)/crossplane-core \
 		--function-annotations=render.crossplane.io/runtime-development-target=$(RENDER_ADDRESS)
 
-## test: everything CI runs before the end-to-end suite.
-.PHONY: test
 # The monitoring and plot tests (their own modules, promtool built first) run beside the
 # product's vet and tests, their output printed after: on a new machine they compile from cold,
 # and run after the product's tests they were the last minutes of CI (docs/performance.md).
+# Through a variable, not $(MAKE) in the recipe: a recipe line naming $(MAKE) is not held back
+# by --output-sync, and .ci/run's log would mix this target's lines into the suite's.
+TEST_SIDE := $(MAKE) --no-print-directory monitoring-test scaleplot-test
+## test: everything CI runs before the end-to-end suite.
+.PHONY: test
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
-	@$(MAKE) --no-print-directory monitoring-test scaleplot-test >$(BIN)/test-side.out 2>&1 & side=$$!; \
+	@MAKEFLAGS= $(TEST_SIDE) >$(BIN)/test-side.out 2>&1 & side=$$!; \
 	rc=0; \
 	echo "$(GO) vet ./..."; $(GO) vet ./... || rc=1; \
 	if [ $$rc = 0 ]; then \

@@ -60,18 +60,7 @@ node-packages:
 	echo "node-packages: installing$$missing"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
 
-# The kubelet comes from the same pinned Kubernetes module as the control plane, with the same
-# version stamp. It is its own go build (its own link; the compiled packages are shared with
-# the control plane's through the Go build cache).
-$(BIN)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
-	@echo "building kubelet $(K8S_VERSION) (first time only; how long: docs/performance.md)"
-	$(GO) -C tools/kubernetes build -trimpath -o $@ \
-		-ldflags "$(E2E_LDFLAGS) \
-			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
-			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 \
-			-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
-			-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=35" \
-		k8s.io/kubernetes/cmd/kubelet
+# The kubelet is built with the control plane's binaries, by one go build (build/e2e.mk).
 
 # The exporter sidecar's binary, static, for an image with nothing else in it.
 $(BIN)/memcached_exporter: tools/memcached-exporter/go.mod tools/memcached-exporter/go.sum | $(BIN)
@@ -94,7 +83,8 @@ $(BIN)/reach: | $(BIN)
 # on the real node, to enforce the NetworkPolicies the function renders. A test tool on
 # loopback, never shipped: v2.1.0, the only version the module proxy serves, has reported
 # security flaws (docs/e2e.md).
-$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN)
+# After the Kubernetes binaries, whose libraries it shares (build/cluster.mk, at helm).
+$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN) $(BIN)/kube-apiserver
 	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only; how long: docs/performance.md)"
 	CGO_ENABLED=0 $(GO) -C tools/kube-router build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBE_ROUTER_VERSION)" \

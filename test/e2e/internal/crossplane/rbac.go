@@ -29,6 +29,11 @@ type RBACOptions struct {
 // metrics address and binds :8080 on every interface, which another suite running on the same
 // machine may hold at the same moment. A start that loses that race is retried after a
 // short, random pause; stopping it once done frees the port for the next suite.
+//
+// A start that has not granted it within attemptTimeout is stopped and started again: on a
+// busy machine (a cold CI run) its provider revision roles controller once reconciled the
+// revision and then logged nothing for three minutes, roles never applied; a new start lists
+// and reconciles every revision again.
 func RunRBACManager(ctx context.Context, o RBACOptions, timeout time.Duration, done func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -40,14 +45,20 @@ func RunRBACManager(ctx context.Context, o RBACOptions, timeout time.Duration, d
 			return err
 		}
 		exited, _ := p.Exited()
-		err = waitOrExit(ctx, exited, done)
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		err = waitOrExit(actx, exited, done)
+		stalled := actx.Err() != nil && ctx.Err() == nil
+		acancel()
 		_ = p.Stop()
 		if err == nil {
 			return nil
 		}
 		last = err
+		if stalled {
+			continue
+		}
 		if !strings.Contains(p.Tail(20), "address already in use") {
-			return errors.Wrapf(err, "Crossplane's RBAC manager did not grant what is needed; last lines of %s:\n%s", p.LogPath(), p.Tail(20))
+			return errors.Wrapf(err, "Crossplane's RBAC manager did not grant what is needed (%d starts); last lines of %s:\n%s", attempt, p.LogPath(), p.Tail(20))
 		}
 		select {
 		case <-ctx.Done():
@@ -56,6 +67,10 @@ func RunRBACManager(ctx context.Context, o RBACOptions, timeout time.Duration, d
 		}
 	}
 }
+
+// attemptTimeout bounds one start of the RBAC manager: it grants a provider's roles in about a
+// second when it works.
+const attemptTimeout = 45 * time.Second
 
 // waitOrExit polls done every 200ms until it succeeds, the process exits or ctx ends.
 func waitOrExit(ctx context.Context, exited <-chan struct{}, done func(context.Context) error) error {
