@@ -26,11 +26,8 @@ $(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go 
 
 # kube-proxy is built with the control plane's binaries, by one go build (build/e2e.mk).
 
-# An application's image: the connection Secret and gomemcache (test/e2e/cmd/memcached-app);
-# relinked like pause.
-.PHONY: $(BIN)/memcached-app
-$(BIN)/memcached-app: | $(BIN)
-	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
+# An application's image: bin/memcached-app is built with the node lane's image binaries
+# (build/node.mk).
 
 ## cluster-tools: build the production-shaped lane's Helm, CoreDNS and kube-proxy.
 .PHONY: cluster-tools
