@@ -29,8 +29,7 @@ $(BIN):
 
 # The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
 # link time, where its own build sets it, or `crossplane version` prints nothing.
-# After crossplane-core (build/e2e.mk), whose packages it shares: side by side, both would
-# compile them.
+# After crossplane-core (build/e2e.mk), whose compiled packages it mostly links from.
 $(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN) $(BIN)/crossplane-core
 	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/crossplane build -trimpath \
@@ -115,8 +114,7 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 	wait $$side || rc=1; cat $(BIN)/test-side.out; exit $$rc
 
 ## tools: every tool make test and make e2e need, built into bin/ (.ci/run builds them first).
-# The Kubernetes binaries first (e2e-prerequisites starts with them): the longest chain, as Helm,
-# CoreDNS and kube-router are built after them.
+# The Kubernetes binaries first (e2e-prerequisites starts with them): the longest build.
 .PHONY: tools
 tools: e2e-prerequisites $(TEST_TOOLS)
 

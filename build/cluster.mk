@@ -12,16 +12,13 @@
 HELM_VERSION := v3.19.0
 CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy $(BIN)/memcached-app
 
-# Helm, CoreDNS and kube-router build the Kubernetes libraries at tools/kubernetes's versions
-# (test/packaging's pin tests), so each is built after the Kubernetes binaries, reusing what
-# their build compiled instead of compiling it beside it.
-$(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN) $(BIN)/kube-apiserver
+$(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN)
 	$(GO) -C tools/helm build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
 		helm.sh/helm/v3/cmd/helm
 
 # Static, for an image with nothing else in it; tools/coredns/main.go picks the plugins.
-$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go | $(BIN) $(BIN)/kube-apiserver
+$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/coredns build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ .
 
 # kube-proxy is built with the control plane's binaries, by one go build (build/e2e.mk).

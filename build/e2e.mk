@@ -53,9 +53,9 @@ K8S_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-sch
 E2E_TOOLS := $(K8S_BINS) $(BIN)/etcd $(BIN)/kwok $(BIN)/crossplane-core
 
 # One go build for the six Kubernetes binaries (the control plane's, and the node's kubelet and
-# kube-proxy): they share most packages, which one build compiles once (two builds side by
-# side under make -j each compile them), and the version stamped at link time is what
-# `kubectl version` and Crossplane's discovery read. Static, as kube-proxy's image needs.
+# kube-proxy): they share most packages, which one build compiles once and links from in
+# parallel, and the version stamped at link time is what `kubectl version` and Crossplane's
+# discovery read. Static, as kube-proxy's image needs.
 $(K8S_BINS) &: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 	@echo "building Kubernetes $(K8S_VERSION) binaries (first time only; how long: docs/performance.md)"
 	CGO_ENABLED=0 $(GO) -C tools/kubernetes build -trimpath -o $(BIN)/ \
@@ -77,8 +77,8 @@ $(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 
 # Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`. Static,
 # as the official image's: the production-shaped lane runs it in an image with nothing else.
-# The CLI (Makefile) is built after it, from the same module: built side by side, both would
-# compile the Kubernetes and Crossplane libraries they share.
+# The CLI (Makefile) is built after it, from the same module, and compiles little of its own
+# (docs/performance.md, the cold CI rows).
 $(BIN)/crossplane-core: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/crossplane build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \

@@ -83,8 +83,7 @@ $(E2E_IMAGE_BINS) &: | $(BIN)
 # on the real node, to enforce the NetworkPolicies the function renders. A test tool on
 # loopback, never shipped: v2.1.0, the only version the module proxy serves, has reported
 # security flaws (docs/e2e.md).
-# After the Kubernetes binaries, whose libraries it shares (build/cluster.mk, at helm).
-$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN) $(BIN)/kube-apiserver
+$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN)
 	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only; how long: docs/performance.md)"
 	CGO_ENABLED=0 $(GO) -C tools/kube-router build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBE_ROUTER_VERSION)" \
