@@ -29,8 +29,7 @@ $(BIN):
 
 # The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
 # link time, where its own build sets it, or `crossplane version` prints nothing.
-# After crossplane-core (build/e2e.mk), whose compiled packages it mostly links from.
-$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN) $(BIN)/crossplane-core
+$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
 	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/crossplane build -trimpath \
 		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \
@@ -96,8 +95,6 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 TEST_SIDE := $(MAKE) --no-print-directory monitoring-test scaleplot-test
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
-TEST_TOOLS := $(BIN)/controller-gen $(BIN)/angryjet $(BIN)/crossplane $(BIN)/crossplane-core $(BIN)/memcached_exporter \
-	$(BIN)/promtool
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	@MAKEFLAGS= $(TEST_SIDE) >$(BIN)/test-side.out 2>&1 & side=$$!; \
@@ -112,11 +109,6 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 			printf "fn coverage: %s%% (minimum 85%%)\n", c; if (c < 85) exit 1 }' $(BIN)/test.out || rc=1; \
 	fi; \
 	wait $$side || rc=1; cat $(BIN)/test-side.out; exit $$rc
-
-## tools: every tool make test and make e2e need, built into bin/ (.ci/run builds them first).
-# The Kubernetes binaries first (e2e-prerequisites starts with them): the longest build.
-.PHONY: tools
-tools: e2e-prerequisites $(TEST_TOOLS)
 
 ## modules: download every module this repository builds or tests with (its own, test/'s and
 ## each tool's), all at once. Building downloads what it needs too, but one module after

@@ -21,7 +21,13 @@ $(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN)
 $(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/coredns build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ .
 
-# kube-proxy is built with the control plane's binaries, by one go build (build/e2e.mk).
+# Static, for its image (with Debian's iptables beside it); stamped like the control plane.
+$(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
+	CGO_ENABLED=0 $(GO) -C tools/kubernetes build -trimpath -o $@ \
+		-ldflags "$(E2E_LDFLAGS) \
+			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35" \
+		k8s.io/kubernetes/cmd/kube-proxy
 
 # An application's image: bin/memcached-app is built with the node lane's image binaries
 # (build/node.mk).

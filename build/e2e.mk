@@ -48,25 +48,21 @@ E2E_PROVIDER_LOAD ?=
 E2E_PROVIDER_INSTANCES ?= 500
 E2E_LDFLAGS := -s -w
 
-K8S_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl \
-	$(BIN)/kubelet $(BIN)/kube-proxy
+K8S_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
 E2E_TOOLS := $(K8S_BINS) $(BIN)/etcd $(BIN)/kwok $(BIN)/crossplane-core
 
-# One go build for the six Kubernetes binaries (the control plane's, and the node's kubelet and
-# kube-proxy): they share most packages, which one build compiles once and links from in
-# parallel, and the version stamped at link time is what `kubectl version` and Crossplane's
-# discovery read. Static, as kube-proxy's image needs.
+# One go build for the four Kubernetes binaries: they share most packages, and the version
+# stamped at link time is what `kubectl version` and Crossplane's discovery read.
 $(K8S_BINS) &: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 	@echo "building Kubernetes $(K8S_VERSION) binaries (first time only; how long: docs/performance.md)"
-	CGO_ENABLED=0 $(GO) -C tools/kubernetes build -trimpath -o $(BIN)/ \
+	$(GO) -C tools/kubernetes build -trimpath -o $(BIN)/ \
 		-ldflags "$(E2E_LDFLAGS) \
 			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 \
 			-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
 			-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=35" \
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
-		k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 	@touch $(K8S_BINS)
 
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum | $(BIN)
@@ -77,8 +73,6 @@ $(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 
 # Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`. Static,
 # as the official image's: the production-shaped lane runs it in an image with nothing else.
-# The CLI (Makefile) is built after it, from the same module, and compiles little of its own
-# (docs/performance.md, the cold CI rows).
 $(BIN)/crossplane-core: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/crossplane build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \

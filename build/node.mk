@@ -60,7 +60,18 @@ node-packages:
 	echo "node-packages: installing$$missing"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
 
-# The kubelet is built with the control plane's binaries, by one go build (build/e2e.mk).
+# The kubelet comes from the same pinned Kubernetes module as the control plane, with the same
+# version stamp. It is its own go build (its own link; the compiled packages are shared with
+# the control plane's through the Go build cache).
+$(BIN)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
+	@echo "building kubelet $(K8S_VERSION) (first time only; how long: docs/performance.md)"
+	$(GO) -C tools/kubernetes build -trimpath -o $@ \
+		-ldflags "$(E2E_LDFLAGS) \
+			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 \
+			-X k8s.io/client-go/pkg/version.gitVersion=$(K8S_VERSION) \
+			-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=35" \
+		k8s.io/kubernetes/cmd/kubelet
 
 # The exporter sidecar's binary, static, for an image with nothing else in it.
 $(BIN)/memcached_exporter: tools/memcached-exporter/go.mod tools/memcached-exporter/go.sum | $(BIN)
