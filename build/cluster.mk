@@ -29,8 +29,11 @@ $(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 			-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35" \
 		k8s.io/kubernetes/cmd/kube-proxy
 
-# An application's image: bin/memcached-app is built with the node lane's image binaries
-# (build/node.mk).
+# An application's image: the connection Secret and gomemcache (test/e2e/cmd/memcached-app);
+# relinked like pause.
+.PHONY: $(BIN)/memcached-app
+$(BIN)/memcached-app: | $(BIN)
+	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
 
 ## cluster-tools: build the production-shaped lane's Helm, CoreDNS and kube-proxy.
 .PHONY: cluster-tools

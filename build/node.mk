@@ -79,16 +79,16 @@ $(BIN)/memcached_exporter: tools/memcached-exporter/go.mod tools/memcached-expor
 		-ldflags "$(E2E_LDFLAGS) -X github.com/prometheus/common/version.Version=$(MEMCACHED_EXPORTER_VERSION)" \
 		github.com/prometheus/memcached_exporter/cmd/memcached_exporter
 
-# The binaries of the suite's own images, static, each for an image with nothing else in it:
-# the pod sandbox (pause), the network policy scenario's client (reach) and the
-# production-shaped lane's application (memcached-app: the connection Secret and gomemcache).
-# One go build, always relinked from the Go cache like the function itself: built side by
-# side, each would compile the standard library and the libraries they share.
-E2E_IMAGE_BINS := $(BIN)/pause $(BIN)/reach $(BIN)/memcached-app
-.PHONY: $(E2E_IMAGE_BINS)
-$(E2E_IMAGE_BINS) &: | $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $(BIN)/ \
-		./test/e2e/cmd/pause ./test/e2e/cmd/reach ./test/e2e/cmd/memcached-app
+# The pod sandbox's binary; always relinked from the Go cache, like the function itself.
+.PHONY: $(BIN)/pause
+$(BIN)/pause: | $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/pause
+
+# The network policy scenario's client, for an image with nothing else in it; relinked like
+# pause.
+.PHONY: $(BIN)/reach
+$(BIN)/reach: | $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/reach
 
 # kube-router, of which the network policy scenario runs only the firewall (iptables and ipset)
 # on the real node, to enforce the NetworkPolicies the function renders. A test tool on
