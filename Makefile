@@ -92,7 +92,8 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 # and run after the product's tests they were the last minutes of CI (docs/performance.md).
 # Through a variable, not $(MAKE) in the recipe: a recipe line naming $(MAKE) is not held back
 # by --output-sync, and .ci/run's log would mix this target's lines into the suite's.
-TEST_SIDE := $(MAKE) --no-print-directory monitoring-test scaleplot-test
+# MAKEFLAGS is emptied for it (no jobserver reaches it this way), so GO is passed on itself.
+TEST_SIDE := $(MAKE) --no-print-directory GO='$(GO)' monitoring-test scaleplot-test
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
