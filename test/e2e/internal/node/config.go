@@ -156,14 +156,15 @@ maxPods: 60
 serializeImagePulls: false
 cgroupsPerQOS: true
 enforceNodeAllocatable: [pods]
-# A scratch machine: evict only when really short.
+# No disk-pressure eviction, as kind's nodes: the node's filesystem is the host's, shared with
+# everything else on it, and a nearly full disk (2%% of it free) tainted both nodes and failed
+# every claim with "untolerated taint(s)". A full disk fails with ENOSPC, which says so.
 evictionHard:
   memory.available: "200Mi"
-  nodefs.available: "2%%"
-  nodefs.inodesFree: "2%%"
-  imagefs.available: "2%%"
-imageGCHighThresholdPercent: 99
-imageGCLowThresholdPercent: 98
+  nodefs.available: "0%%"
+  nodefs.inodesFree: "0%%"
+  imagefs.available: "0%%"
+imageGCHighThresholdPercent: 100
 nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
 %[10]s`,
