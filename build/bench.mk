@@ -15,7 +15,7 @@ BENCH_COMPACT_REQUEST ?= fn/testdata/steady-state-ready/request.yaml
 
 .PHONY: bench
 bench: | $(BIN)
-	$(GO) test ./fn ./internal/load -run '^$$' -bench . -benchmem -count 5 | tee $(BIN)/bench.txt
+	$(GO) test -trimpath ./fn ./internal/load -run '^$$' -bench . -benchmem -count 5 | tee $(BIN)/bench.txt
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-memcached ./cmd/function-memcached
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-noop ./cmd/function-noop
 	$(GO) build -o $(BIN)/fnload ./cmd/fnload
@@ -34,5 +34,5 @@ FUZZTIME ?= 10m
 FUZZMINIMIZETIME ?= 5s
 .PHONY: fuzz
 fuzz:
-	$(GO) test ./fn -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
-	$(GO) test ./fn -run '^$$' -fuzz '^FuzzCredentialsSequence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
+	$(GO) test -trimpath ./fn -run '^$$' -fuzz '^FuzzRunFunction$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
+	$(GO) test -trimpath ./fn -run '^$$' -fuzz '^FuzzCredentialsSequence$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)

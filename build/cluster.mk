@@ -93,7 +93,7 @@ e2e-cluster: $(E2E_TOOLS) $(BIN)/crossplane-crds/.copied $(BIN)/crossplane-chart
 	@rc=0; start=$$(date +%s); \
 	E2E_LANE=cluster E2E_BIN=$(BIN) E2E_XPKG=$(E2E_XPKG) E2E_PROVIDER_XPKG=$(E2E_PROVIDER_XPKG) E2E_OUTPUT=$(E2E_OUTPUT) \
 		E2E_UPGRADE_XPKG=$(E2E_UPGRADE_XPKG) E2E_CROSSPLANE_ARGS='$(E2E_CROSSPLANE_ARGS)' \
-		$(GO) test -tags e2e -count=1 -timeout $(E2E_CLUSTER_TIMEOUT) -parallel $(E2E_CLUSTER_PARALLEL) -v -run '$(E2E_CLUSTER_RUN)' ./test/e2e/ || rc=$$?; \
+		$(GO) test -trimpath -tags e2e -count=1 -timeout $(E2E_CLUSTER_TIMEOUT) -parallel $(E2E_CLUSTER_PARALLEL) -v -run '$(E2E_CLUSTER_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \
 	echo "e2e: the production-shaped lane took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \

@@ -135,7 +135,7 @@ e2e: e2e-prerequisites $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
 		E2E_SCALE_PODS=$(E2E_SCALE_PODS) E2E_SCALE_DIAGNOSTICS=$(E2E_SCALE_DIAGNOSTICS) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
-		$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
+		$(GO) test -trimpath -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \
 	echo "e2e: suite took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \

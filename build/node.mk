@@ -124,6 +124,6 @@ E2E_NODE_DIR ?= node
 define e2e_node_down
 	if [ -s $(E2E_OUTPUT)/$(E2E_NODE_DIR)/state.json ]; then \
 		echo "e2e: cleaning up after the real nodes"; \
-		$(GO) run ./test/e2e/cmd/node-down --output=$(E2E_OUTPUT) --dir=$(E2E_NODE_DIR) || rc=1; \
+		$(GO) run -trimpath ./test/e2e/cmd/node-down --output=$(E2E_OUTPUT) --dir=$(E2E_NODE_DIR) || rc=1; \
 	fi
 endef

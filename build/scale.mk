@@ -14,10 +14,10 @@ SCALE_PLOT ?= docs/images/scale-available.png
 scale-plot:
 	@if [ -z "$(strip $(SCALE_CSVS))" ]; then echo "scale-plot: no CSVs in $(E2E_OUTPUT)/scale: run make e2e-scale first"; exit 1; fi
 	@mkdir -p $(dir $(abspath $(SCALE_PLOT)))
-	$(GO) -C test/scaleplot run . -o $(abspath $(SCALE_PLOT)) $(abspath $(SCALE_CSVS))
+	$(GO) -C test/scaleplot run -trimpath . -o $(abspath $(SCALE_PLOT)) $(abspath $(SCALE_CSVS))
 
 ## scaleplot-test: the plot's own tests.
 .PHONY: scaleplot-test
 scaleplot-test:
-	$(GO) -C test/scaleplot vet ./...
-	$(GO) -C test/scaleplot test -count=1 ./...
+	$(GO) -C test/scaleplot vet -trimpath ./...
+	$(GO) -C test/scaleplot test -trimpath -count=1 ./...

@@ -220,7 +220,7 @@ func pinnedBinary(t *testing.T, env, name string) string {
 func startFunction(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "function-memcached")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/function-memcached").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../cmd/function-memcached").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -318,7 +318,7 @@ func TestExporterThroughAuthProxy(t *testing.T) {
 		args[i] = strings.Replace(a, "127.0.0.1:"+strconv.Itoa(render.AuthProxyPort), "127.0.0.1:"+strconv.Itoa(proxyPort), 1)
 	}
 	bin := filepath.Join(t.TempDir(), "memcached-auth-proxy")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/memcached-auth-proxy").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/memcached-auth-proxy").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, args...)
