@@ -490,8 +490,12 @@ func TestClusterRolloutKeepsServing(t *testing.T) {
 	if _, err := fmt.Sscanf(tally, "tally: %d requests, %d failed", &requests, &failed); err != nil {
 		t.Fatalf("cannot read the client's tally %q: %v", tally, err)
 	}
-	// Ten requests a second from before the patch until now, less a second of margin.
-	if least := int(10 * (time.Since(start) - time.Second).Seconds()); requests < least || failed > 0 {
+	// Ten requests a second from before the patch until now, less a second of margin (the
+	// tally is printed every second) and a tenth: the client's ticker drops a tick while a
+	// set and get take longer than 100 ms, which on a busy machine (a cold CI run) a few did
+	// (420 of 425 in 43.5 s, none failed). A server that makes it wait still fails the
+	// scenario: a request waiting longer than the client's 1 s timeout counts as failed.
+	if least := int(9 * (time.Since(start) - time.Second).Seconds()); requests < least || failed > 0 {
 		t.Errorf("the client's tally %q: want no failed request among at least %d", tally, least)
 	}
 	t.Logf("rolled 3 replicas in %.1fs; the client, %s later: %s", rolled.Seconds(), rolloutSettle, tally)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/example/function-memcached/test/e2e/internal/controlplane"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
@@ -415,6 +416,27 @@ func instanceEvents(t *testing.T, namespace, name string) map[string]int64 {
 	}
 	return out
 }
+
+// waitAvailabilityEvents waits up to eventTimeout for the availability events on an Instance
+// to be want and returns the diff (-want, +got) and every event when they never are. The
+// provider's recorder writes an event after the status it explains, in the background: on a
+// busy machine the Instance says Available before the API server has its event.
+func waitAvailabilityEvents(t *testing.T, namespace, name string, want map[string]int64) (string, map[string]int64) {
+	t.Helper()
+	var diff string
+	var events map[string]int64
+	_ = kube.Wait(context.Background(), eventTimeout, "the availability events", func(context.Context) error {
+		events = instanceEvents(t, namespace, name)
+		if diff = cmp.Diff(want, availability(events)); diff != "" {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	return diff, events
+}
+
+// eventTimeout bounds the wait for an event recorded after the status it explains.
+const eventTimeout = 30 * time.Second
 
 // availability keeps the events of availability transitions.
 func availability(events map[string]int64) map[string]int64 {

@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
@@ -105,9 +103,8 @@ func TestProviderUnreachable(t *testing.T) {
 	})
 
 	t.Run("each change is one event", func(t *testing.T) {
-		events := instanceEvents(t, ns, name)
 		want := map[string]int64{"Normal/Available": 4, "Warning/Unreachable": 3}
-		if diff := cmp.Diff(want, availability(events)); diff != "" {
+		if diff, events := waitAvailabilityEvents(t, ns, name, want); diff != "" {
 			t.Errorf("availability events on the Instance: -want, +got:\n%s\nall events: %v", diff, events)
 		}
 	})
@@ -167,8 +164,7 @@ func TestProviderStatusFromApply(t *testing.T) {
 			t.Errorf("after the resize the Instance said Available=True %q for generation %d: Ready from the old Deployment's numbers (history %+v)", s.msg, s.generation, history)
 		}
 	}
-	events := instanceEvents(t, ns, name)
-	if diff := cmp.Diff(map[string]int64{"Normal/Available": 2, "Normal/Resizing": 1}, availability(events)); diff != "" {
+	if diff, events := waitAvailabilityEvents(t, ns, name, map[string]int64{"Normal/Available": 2, "Normal/Resizing": 1}); diff != "" {
 		t.Errorf("availability events: -want, +got:\n%s\nall events: %v", diff, events)
 	}
 	t.Logf("Available conditions seen: %s", describeHistory(history, func(s seen) string {
@@ -292,7 +288,7 @@ func TestProviderPodReasons(t *testing.T) {
 	}
 	waitAvailable(t, claimGVK, ns, name, 1)
 	waitInstance(t, ns, name, "Available", instanceAvailable(1))
-	if diff := cmp.Diff(map[string]int64{"Normal/Available": 2, "Warning/Degraded": 1}, availability(instanceEvents(t, ns, name))); diff != "" {
+	if diff, _ := waitAvailabilityEvents(t, ns, name, map[string]int64{"Normal/Available": 2, "Warning/Degraded": 1}); diff != "" {
 		t.Errorf("availability events on the Instance: -want, +got:\n%s", diff)
 	}
 }
