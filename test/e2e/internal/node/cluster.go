@@ -226,6 +226,9 @@ func (n *Node) Address() string { return n.p.address }
 // network namespaces, the bridge, the cgroups, the mounts.
 func (c *Cluster) Stop() error {
 	var errs []string
+	if err := keepPodLogs(c.logDir); err != nil {
+		errs = append(errs, err.Error())
+	}
 	// Cordon all first, so that no pod drained from one node is started again on another.
 	for _, n := range c.Nodes {
 		if n.Kubelet != nil && n.Kubelet.Running() {

@@ -339,11 +339,16 @@ func (n *Node) Processes() []*proc.Process {
 // drainTimeout bounds how long Stop waits for the kubelet to stop the node's pods.
 const drainTimeout = 60 * time.Second
 
-// Stop stops the node and undoes what it did on the host: it cordons the node and deletes its
-// pods, so that the kubelet tears down their containers, network namespaces and addresses;
-// stops the kubelet and containerd; then Down. It is safe to call more than once.
+// Stop stops the node and undoes what it did on the host: it keeps its pods' logs
+// (KeptPodLogs), cordons the node and deletes its pods, so that the kubelet tears down their
+// containers, network namespaces and addresses; stops the kubelet and containerd; then Down.
+// It is safe to call more than once.
 func (n *Node) Stop() error {
-	errs := n.stopProcesses()
+	var errs []string
+	if err := keepPodLogs(n.opts.LogDir); err != nil {
+		errs = append(errs, err.Error())
+	}
+	errs = append(errs, n.stopProcesses()...)
 	if err := Down(n.opts.Dir); err != nil {
 		errs = append(errs, err.Error())
 	}
