@@ -95,9 +95,9 @@ render: build $(BIN)/crossplane $(BIN)/crossplane-core
 # MAKEFLAGS is emptied for it (no jobserver reaches it this way), so GO is passed on itself.
 TEST_SIDE := $(MAKE) --no-print-directory GO='$(GO)' monitoring-test scaleplot-test
 # Every go build, test, vet and run here says -trimpath: it is part of each package's build
-# cache key, so tests compiled without it would build again every dependency the images'
-# -trimpath builds already compiled (on a new machine 751 CPU-seconds for the product's tests
-# instead of 348, docs/performance.md).
+# cache key, so tests compiled without it build again every dependency the images' -trimpath
+# builds compiled (751 CPU-seconds for the product's tests instead of 348 after `make xpkg`
+# from an empty cache; in a whole cold CI run no difference showed: docs/performance.md).
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
