@@ -372,7 +372,11 @@ func (s *hostState) ours(mp string) bool {
 	if d, n := filepath.Split(mp); d == "/run/netns/" {
 		return strings.HasPrefix(n, "cni-") && !slices.Contains(s.Netns, n)
 	}
-	return false
+	// runc bind-mounts a copy of itself into a container's state directory while it starts
+	// one; a start cut short by the teardown left that mount, and the directory, which the
+	// node made, could not be removed.
+	const runcState = "/run/containerd/runc/k8s.io"
+	return !s.Existed[runcState] && strings.HasPrefix(mp, runcState+"/")
 }
 
 // unmountUnder lazily unmounts, deepest first, every mount that belongs to the node.

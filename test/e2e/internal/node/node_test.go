@@ -81,11 +81,17 @@ func TestOurs(t *testing.T) {
 		"/run/netns/cni-old":                               false, // there before the node
 		"/run/netns/other":                                 false,
 		"/":                                                false,
+		"/run/containerd/runc/k8s.io/08ed4c47/runc.WVPZqb": true, // runc's copy of itself, the node's
 	}
 	for mp, want := range cases {
 		if got := s.ours(mp); got != want {
 			t.Errorf("ours(%q) = %v, want %v", mp, got, want)
 		}
+	}
+	// The host's own containerd, there before the node, keeps its runc mounts.
+	host := &hostState{Dir: s.Dir, Existed: map[string]bool{"/run/containerd/runc/k8s.io": true}}
+	if mp := "/run/containerd/runc/k8s.io/08ed4c47/runc.WVPZqb"; host.ours(mp) {
+		t.Errorf("ours(%q) = true with the host's own runc state directory, want false", mp)
 	}
 }
 
