@@ -18,7 +18,7 @@ bench: | $(BIN)
 	$(GO) test -trimpath ./fn ./internal/load -run '^$$' -bench . -benchmem -count 5 | tee $(BIN)/bench.txt
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-memcached ./cmd/function-memcached
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/release/function-noop ./cmd/function-noop
-	$(GO) build -o $(BIN)/fnload ./cmd/fnload
+	$(GO) build -trimpath -o $(BIN)/fnload ./cmd/fnload
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
 		--request=$(BENCH_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \

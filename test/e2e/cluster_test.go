@@ -32,6 +32,7 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/addons"
 	"github.com/example/function-memcached/test/e2e/internal/crossplane"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
+	"github.com/example/function-memcached/test/e2e/internal/node"
 	"github.com/example/function-memcached/test/e2e/internal/provider"
 	"github.com/example/function-memcached/test/e2e/internal/suite"
 )
@@ -378,7 +379,7 @@ func waitLog(t *testing.T, ns, name, prefix string) {
 // podLog is the log of the pod's first container as the kubelet wrote it, for a failure
 // report.
 func podLog(ns, name string) string {
-	files, _ := filepath.Glob(filepath.Join(env.LogDir, "node-pods", ns+"_"+name+"_*", "*", "*.log"))
+	files, _ := filepath.Glob(filepath.Join(env.LogDir, node.PodLogs, ns+"_"+name+"_*", "*", "*.log"))
 	var b strings.Builder
 	for _, f := range files {
 		c, _ := os.ReadFile(f) //nolint:gosec // The suite's own logs.

@@ -85,7 +85,7 @@ func ClusterNetwork(dir, logDir string, n int, serviceCIDR string) (c *Cluster, 
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, errors.Wrapf(err, "cannot clear %s", dir)
 	}
-	for _, d := range []string{dir, filepath.Join(logDir, "node-pods")} {
+	for _, d := range []string{dir, filepath.Join(logDir, PodLogs)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, errors.Wrapf(err, "cannot create %s", d)
 		}

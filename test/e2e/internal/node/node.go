@@ -117,7 +117,7 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return nil, errors.Wrapf(err, "cannot clear %s", o.Dir)
 	}
-	for _, d := range []string{o.Dir, filepath.Join(o.LogDir, "node-pods")} {
+	for _, d := range []string{o.Dir, filepath.Join(o.LogDir, PodLogs)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, errors.Wrapf(err, "cannot create %s", d)
 		}
@@ -340,7 +340,7 @@ func (n *Node) Processes() []*proc.Process {
 const drainTimeout = 60 * time.Second
 
 // Stop stops the node and undoes what it did on the host: it keeps its pods' logs
-// (KeptPodLogs), cordons the node and deletes its pods, so that the kubelet tears down their
+// (keptPodLogs), cordons the node and deletes its pods, so that the kubelet tears down their
 // containers, network namespaces and addresses; stops the kubelet and containerd; then Down.
 // It is safe to call more than once.
 func (n *Node) Stop() error {

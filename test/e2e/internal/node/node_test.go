@@ -111,6 +111,9 @@ func TestKubeletConfig(t *testing.T) {
 		"readOnlyPort":             float64(0),
 		"containerRuntimeEndpoint": "unix:///n/containerd/containerd.sock",
 		"podLogsDir":               "/logs/node-pods",
+		// No disk-pressure eviction: the node's disk is the host's, shared (kind's choice).
+		"evictionHard":                map[string]any{"memory.available": "200Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
+		"imageGCHighThresholdPercent": float64(100),
 	}
 	for k, v := range want {
 		if diff := cmp.Diff(v, got[k]); diff != "" {

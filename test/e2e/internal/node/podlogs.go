@@ -9,18 +9,22 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// KeptPodLogs is the directory, beside node-pods/ in a node's log directory, that keeps the
+// PodLogs is the directory, in a node's log directory, where the kubelet writes its pods' logs
+// (podLogsDir), one directory a pod: <namespace>_<name>_<uid>/<container>/<n>.log.
+const PodLogs = "node-pods"
+
+// keptPodLogs is the directory, beside PodLogs in a node's log directory, that keeps the
 // logs of the pods still running when the node stops. The kubelet deletes a container's log
 // with the container, so the drain at the end took Crossplane's, the function's and the
 // provider's logs with it, the ones a failed scenario needs most.
-const KeptPodLogs = "pods"
+const keptPodLogs = "pods"
 
-// keepPodLogs hard-links every file the kubelet wrote under logDir/node-pods to the same path
-// under logDir/KeptPodLogs. A link outlives the kubelet's removal of the file and holds what
-// the container writes until it stops. No node-pods directory means nothing to keep.
+// keepPodLogs hard-links every file the kubelet wrote under logDir/PodLogs to the same path
+// under logDir/keptPodLogs. A link outlives the kubelet's removal of the file and holds what
+// the container writes until it stops. No PodLogs directory means nothing to keep.
 func keepPodLogs(logDir string) error {
-	src := filepath.Join(logDir, "node-pods")
-	dst := filepath.Join(logDir, KeptPodLogs)
+	src := filepath.Join(logDir, PodLogs)
+	dst := filepath.Join(logDir, keptPodLogs)
 	var failed []string
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

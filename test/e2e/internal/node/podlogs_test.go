@@ -33,7 +33,7 @@ func TestKeepPodLogs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			for rel, text := range tc.files {
-				p := filepath.Join(dir, "node-pods", rel)
+				p := filepath.Join(dir, PodLogs, rel)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -45,7 +45,7 @@ func TestKeepPodLogs(t *testing.T) {
 				t.Fatalf("%s\nkeepPodLogs: %v", tc.reason, err)
 			}
 			for rel := range tc.files {
-				p := filepath.Join(dir, "node-pods", rel)
+				p := filepath.Join(dir, PodLogs, rel)
 				f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 				if err != nil {
 					t.Fatal(err)
@@ -55,11 +55,11 @@ func TestKeepPodLogs(t *testing.T) {
 				}
 				_ = f.Close()
 			}
-			if err := os.RemoveAll(filepath.Join(dir, "node-pods")); err != nil {
+			if err := os.RemoveAll(filepath.Join(dir, PodLogs)); err != nil {
 				t.Fatal(err)
 			}
 			got := map[string]string{}
-			kept := filepath.Join(dir, KeptPodLogs)
+			kept := filepath.Join(dir, keptPodLogs)
 			_ = filepath.WalkDir(kept, func(p string, d os.DirEntry, err error) error {
 				if err != nil || d.IsDir() {
 					return nil //nolint:nilerr // No directory: nothing kept.
