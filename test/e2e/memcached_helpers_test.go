@@ -19,6 +19,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/test/e2e/internal/availability"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
@@ -101,14 +102,16 @@ func resize(t *testing.T, gvk schema.GroupVersionKind, namespace, name string, s
 type memcached struct {
 	Ready, Synced                       string
 	Available, AvailableReason, Message string
-	Replicas, AvailableReplicas         int64
-	Endpoint                            string
-	Object                              *unstructured.Unstructured
+	// AvailableSince is the Available condition's lastTransitionTime.
+	AvailableSince              time.Time
+	Replicas, AvailableReplicas int64
+	Endpoint                    string
+	Object                      *unstructured.Unstructured
 }
 
 func (m memcached) String() string {
-	return fmt.Sprintf("Ready=%s Synced=%s Available=%s/%s %q replicas=%d available=%d endpoint=%q",
-		m.Ready, m.Synced, m.Available, m.AvailableReason, m.Message, m.Replicas, m.AvailableReplicas, m.Endpoint)
+	return fmt.Sprintf("Ready=%s Synced=%s Available=%s/%s %q (since %s) replicas=%d available=%d endpoint=%q",
+		m.Ready, m.Synced, m.Available, m.AvailableReason, m.Message, m.AvailableSince.Format(time.TimeOnly), m.Replicas, m.AvailableReplicas, m.Endpoint)
 }
 
 func getMemcached(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (memcached, error) {
@@ -125,10 +128,16 @@ func toMemcached(u *unstructured.Unstructured) memcached {
 	m.Ready, _, _, _ = kube.Condition(u, "Ready")
 	m.Synced, _, _, _ = kube.Condition(u, "Synced")
 	m.Available, m.AvailableReason, m.Message, _ = kube.Condition(u, "Available")
+	m.AvailableSince = kube.ConditionSince(u, "Available")
 	m.Replicas, _, _ = unstructured.NestedInt64(u.Object, "status", "replicas")
 	m.AvailableReplicas, _, _ = unstructured.NestedInt64(u.Object, "status", "availableReplicas")
 	m.Endpoint, _, _ = unstructured.NestedString(u.Object, "status", "endpoint")
 	return m
+}
+
+// sample is what a read of the claim at time at showed of its Available condition.
+func (m memcached) sample(at time.Time) availability.Sample {
+	return availability.Sample{Status: m.Available, Since: m.AvailableSince, At: at}
 }
 
 // waitMemcached waits until check accepts the claim (or namespaced XR); on timeout the test

@@ -427,7 +427,7 @@ func waitAvailabilityEvents(t *testing.T, namespace, name string, want map[strin
 	var events map[string]int64
 	_ = kube.Wait(context.Background(), eventTimeout, "the availability events", func(context.Context) error {
 		events = instanceEvents(t, namespace, name)
-		if diff = cmp.Diff(want, availability(events)); diff != "" {
+		if diff = cmp.Diff(want, availabilityEvents(events)); diff != "" {
 			return errors.New("not yet")
 		}
 		return nil
@@ -438,8 +438,8 @@ func waitAvailabilityEvents(t *testing.T, namespace, name string, want map[strin
 // eventTimeout bounds the wait for an event recorded after the status it explains.
 const eventTimeout = 30 * time.Second
 
-// availability keeps the events of availability transitions.
-func availability(events map[string]int64) map[string]int64 {
+// availabilityEvents keeps the events of availability transitions.
+func availabilityEvents(events map[string]int64) map[string]int64 {
 	out := map[string]int64{}
 	for _, k := range []string{"Normal/Available", "Normal/Resizing", "Warning/Degraded", "Warning/Unreachable", "Warning/Conflict", "Warning/InvalidSpec"} {
 		if n := events[k]; n > 0 {

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/json"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,22 @@ func Condition(u *unstructured.Unstructured, typ string) (status, reason, messag
 		return s, r, msg, true
 	}
 	return "", "", "", false
+}
+
+// ConditionSince returns the lastTransitionTime of the condition of type typ in u's
+// status.conditions: zero when it has none or it cannot be read.
+func ConditionSince(u *unstructured.Unstructured, typ string) time.Time {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != typ {
+			continue
+		}
+		s, _ := m["lastTransitionTime"].(string)
+		t, _ := time.Parse(time.RFC3339, s)
+		return t
+	}
+	return time.Time{}
 }
 
 func unmarshalJSON(b []byte, out any) error {
