@@ -198,7 +198,10 @@ type observation struct {
 	// xrConnection is the XR's connection details as Crossplane last published them (a
 	// legacy claim's; nil for a namespaced XR, which has none).
 	xrConnection map[string][]byte
-	// reason and message are the XR's Available condition as the last call reported it.
+	// reason is the Available reason the last call decided (status.availableReason, or the
+	// condition's for an XR no call of this version has written); message is the
+	// condition's message when the condition says that reason ("" when it says another: an
+	// earlier condition Crossplane wrote back, see cachev1alpha1.XMemcachedStatus).
 	reason, message string
 	// unresponsive is true while Crossplane drops the XR's watch events (ConditionResponsive).
 	unresponsive bool
@@ -221,10 +224,24 @@ func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
 	if o.instances, err = observedInstances(o.resources); err != nil {
 		return err
 	}
-	_, o.reason, o.message = condition(o.xr, ConditionAvailable)
+	o.reason, o.message = previousVerdict(o.xr)
 	responsive, _, _ := condition(o.xr, ConditionResponsive)
 	o.unresponsive = responsive == "False"
 	return nil
+}
+
+// previousVerdict is the reason and message of the Available condition the last call
+// decided, as observed XR xr holds them (see observation.reason).
+func previousVerdict(xr *structpb.Struct) (reason, message string) {
+	_, cr, cm := condition(xr, ConditionAvailable)
+	reason = str(xr, "status", "availableReason")
+	switch {
+	case reason == "":
+		return cr, cm
+	case reason != cr:
+		return reason, ""
+	}
+	return reason, cm
 }
 
 // decision is what the function makes of an observation: the Memcached to run and where,
@@ -420,7 +437,7 @@ func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *
 // helps then), and no later than its certificate's expiry.
 func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict, now time.Time) {
 	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
-	reportStatus(rsp, replicas, available, &v.r, d.t)
+	reportStatus(rsp, replicas, available, v.cond.Reason, &v.r, d.t)
 	reportCondition(rsp, v.cond, o.reason, o.message)
 	rsp.Meta.Ttl = durationpb.New(responseTTL(o, d, v, now))
 }
@@ -524,11 +541,12 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 		"a cluster-scoped XMemcached has no namespace for its Deployment: create it through a Memcached claim, or use the namespaced API")}
 }
 
-// reportStatus writes status.replicas, status.availableReplicas, status.endpoint and
+// reportStatus writes status.replicas, status.availableReplicas, status.availableReason (the
+// verdict reason, which the next call reads back), status.endpoint and
 // status.selector (the pods' label selector, which the scale subresource serves to autoscalers)
 // into the desired XR, keeping whatever earlier steps put there, and connection details for
 // claims.
-func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *rendered, t targetInfo) {
+func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, reason string, r *rendered, t targetInfo) {
 	n := &statusNodes{}
 	dxr := composite(rsp)
 	if dxr.Resource == nil {
@@ -549,6 +567,7 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 	}
 	status.Fields["replicas"] = setNumber(&n.replicas, &n.replicasKind, replicas)
 	status.Fields["availableReplicas"] = setNumber(&n.available, &n.availableKind, available)
+	status.Fields["availableReason"] = setString(&n.reason, &n.reasonKind, reason)
 	if t.namespace == "" {
 		return
 	}
@@ -568,12 +587,12 @@ func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, r *r
 // together: one allocation on every call instead of up to ten. Each is this call's own, as
 // every node of a response is (only the cached renderings are shared, read-only).
 type statusNodes struct {
-	xr, status                              structpb.Struct
-	statusValue                             structpb.Value
-	statusKind                              structpb.Value_StructValue
-	replicas, available, endpoint, selector structpb.Value
-	replicasKind, availableKind             structpb.Value_NumberValue
-	endpointKind, selectorKind              structpb.Value_StringValue
+	xr, status                                      structpb.Struct
+	statusValue                                     structpb.Value
+	statusKind                                      structpb.Value_StructValue
+	replicas, available, reason, endpoint, selector structpb.Value
+	replicasKind, availableKind                     structpb.Value_NumberValue
+	reasonKind, endpointKind, selectorKind          structpb.Value_StringValue
 }
 
 // setNumber makes v, with its kind k, the number n, as structpb.NewNumberValue would, and

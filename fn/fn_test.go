@@ -65,6 +65,14 @@ func TestRunFunction(t *testing.T) {
 		"degraded": {
 			reason: "Losing a replica without any change of spec is Degraded, announced once with a Warning event.",
 		},
+		"resize-echoed-condition": {
+			reason: "A resize from 1 to 3 under way (status.availableReason Resizing, the new replica starting) stays Resizing with no event, though the XR's condition " +
+				"is the Available \"1/1\" Crossplane wrote back from before the resize (crossplane/crossplane#7062): not Degraded, and no Warning.",
+		},
+		"available-echoed-condition": {
+			reason: "An available Memcached (status.availableReason Available) whose XR's condition is the Creating Crossplane wrote back from before (crossplane/crossplane#7062) " +
+				"stays Available with no second Normal event.",
+		},
 		"degraded-repeated": {
 			reason: "A Degraded Memcached that stays degraded emits no further event (no event spam).",
 		},

@@ -28,7 +28,7 @@ func TestXRDsAgreeWithGoTypes(t *testing.T) {
 			props := nested(versions[0].(map[string]any), "schema", "openAPIV3Schema", "properties").(map[string]any)
 			for field, typ := range map[string]reflect.Type{
 				"spec":   reflect.TypeFor[v1alpha1.XMemcachedSpec](),
-				"status": reflect.TypeFor[v1alpha1.MemcachedStatus](),
+				"status": reflect.TypeFor[v1alpha1.XMemcachedStatus](),
 			} {
 				if diff := cmp.Diff(shape(typ), schemaShape(props[field].(map[string]any))); diff != "" {
 					t.Errorf("%s: %s: XRD schema (+) and Go type %s (-) disagree; run make generate:\n%s", path, field, typ, diff)

@@ -540,6 +540,9 @@ func heldKeys(t *testing.T, pods []corev1.Pod, prefix string, keys int) map[stri
 	held := map[string]int{}
 	for _, p := range pods {
 		c := memcache.New(net.JoinHostPort(p.Status.PodIP, "11211"))
+		// The suite's own read, not the application's: gomemcache's default of 500 ms ran out
+		// on a loaded CI machine (i/o timeout) reaching a replica on the other node.
+		c.Timeout = 5 * time.Second
 		got, err := c.GetMulti(names)
 		if err != nil {
 			t.Fatalf("cannot read %s's keys: %v", p.Name, err)

@@ -250,6 +250,21 @@ type MemcachedStatus struct {
 	Selector string `json:"selector,omitempty"`
 }
 
+// XMemcachedStatus is what the function reports on an XR, which Crossplane copies to its
+// claim: the Memcached's status and the function's last verdict, beside the conditions
+// (Ready, Synced, and the function's Available).
+type XMemcachedStatus struct {
+	MemcachedStatus `json:",inline"`
+
+	// AvailableReason is the reason of the Available condition as the function last decided
+	// it (Creating, Resizing, Progressing, ...). The function reads it back to tell a resize
+	// or a rollout still under way from a lost replica. It reads this field, not the
+	// condition: Crossplane can write an XR's earlier conditions back for a moment
+	// (crossplane/crossplane#7062), while it writes the function's status fields as returned.
+	// +optional
+	AvailableReason string `json:"availableReason,omitempty"`
+}
+
 // XMemcached is the composite resource. The Go type exists so that controller-gen can
 // derive the XRD's schema (and scale subresource) from it, and so that the function decodes
 // an XR's spec into it. Its scale subresource lets `kubectl scale memcached/<name>` and
@@ -261,6 +276,6 @@ type XMemcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   XMemcachedSpec  `json:"spec,omitempty"`
-	Status MemcachedStatus `json:"status,omitempty"`
+	Spec   XMemcachedSpec   `json:"spec,omitempty"`
+	Status XMemcachedStatus `json:"status,omitempty"`
 }
