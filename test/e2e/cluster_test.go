@@ -830,7 +830,6 @@ func TestUpgradeKeepsPods(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				lapse := trackers[name].Lapse(m.sample(time.Now()))
 				switch {
 				case m.Available == "Unknown":
 					unknown.Add(1)
@@ -841,7 +840,7 @@ func TestUpgradeKeepsPods(t *testing.T) {
 						why[fmt.Sprintf("Synced=%s %s: %s", status, reason, msg)]++
 						whyMu.Unlock()
 					}
-				case lapse:
+				case trackers[name].Lapse(m.sample(time.Now())):
 					select {
 					case unavailable <- name + ": " + m.String():
 					default:

@@ -262,6 +262,7 @@ type XMemcachedStatus struct {
 	// condition: Crossplane can write an XR's earlier conditions back for a moment
 	// (crossplane/crossplane#7062), while it writes the function's status fields as returned.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	AvailableReason string `json:"availableReason,omitempty"`
 }
 

@@ -8,8 +8,8 @@
 // returned. Right after a transition, while the cache lags behind Crossplane's own writes,
 // the XR (and a claim synced from it in that moment) shows the condition it had before for
 // a second or two; each write can start the next reconcile on the same stale cache. An echo
-// gives itself away: its lastTransitionTime is no newer than that of an Available=True
-// already seen. docs/operations.md says what a user sees of it.
+// gives itself away: its lastTransitionTime is no newer than that of the Available=True
+// the claim had when it was first read. docs/status.md says what a user sees of it.
 package availability
 
 import "time"
@@ -29,10 +29,13 @@ type Sample struct {
 	At time.Time
 }
 
-// A Tracker follows one claim's samples in the order they were read. Its zero value has seen
-// no Available=True yet, so every sample that is not True is a lapse.
+// A Tracker follows one claim's samples in the order they were read, from a first
+// Available=True on: every sample after it must be Available or an echo. Its zero value has
+// seen no Available=True yet, so every sample that is not True is a lapse.
 type Tracker struct {
-	// available is the newest lastTransitionTime of Available=True seen.
+	// available is the lastTransitionTime of the first Available=True seen: a condition that
+	// is not True and newer than that is a verdict made since, a lapse, even when it is
+	// read only as an echo after the claim was Available again.
 	available time.Time
 	// echoing is when the current run of echoes was first read (zero outside one).
 	echoing time.Time
@@ -40,20 +43,24 @@ type Tracker struct {
 	Echoes int
 }
 
-// Lapse records s and reports whether it is a lapse: not Available, and not an echo that
-// began less than MaxEcho before.
+// Lapse records s and reports whether it is a lapse: not Available, and not an echo of a
+// False condition older than the first Available=True that began less than MaxEcho before.
+// A sample without a condition or its time is a lapse: nothing shows it is an echo. So is
+// Unknown: Crossplane writes Unknown, reason FatalError, over the function's condition when
+// a pipeline run fails, keeping the condition's lastTransitionTime, so its time tells a new
+// failure from an old one no better than the status does.
 func (t *Tracker) Lapse(s Sample) bool {
 	if s.Status == "True" {
-		if s.Since.After(t.available) {
+		if t.available.IsZero() {
 			t.available = s.Since
 		}
 		t.echoing = time.Time{}
 		return false
 	}
-	// lastTransitionTime has a resolution of one second: a condition as old as the newest
+	// lastTransitionTime has a resolution of one second: a condition as old as the first
 	// Available=True may be the one it replaced in the same second, or a new verdict of that
 	// second. A new verdict lasts, and is a lapse once it outlasts MaxEcho.
-	if t.available.IsZero() || s.Since.After(t.available) {
+	if s.Status != "False" || t.available.IsZero() || s.Since.IsZero() || s.Since.After(t.available) {
 		return true
 	}
 	t.Echoes++

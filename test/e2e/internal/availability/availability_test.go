@@ -60,10 +60,22 @@ func TestTrackerLapse(t *testing.T) {
 				{"True", at(0), at(15)}}},
 			want: want{lapses: []bool{false, false, false, false, false}, echoes: 2},
 		},
-		"UnknownEcho": {
-			reason: "An Unknown the claim had before (a failed pipeline run) echoed after it became Available again is an echo too.",
-			args:   args{samples: []Sample{{"Unknown", at(0), at(1)}, {"True", at(3), at(4)}, {"Unknown", at(0), at(5)}}},
-			want:   want{lapses: []bool{true, false, false}, echoes: 1},
+		"LapseBetweenSamples": {
+			reason: "A verdict newer than the first Available=True that fell between two samples (False at 2, Available again at 3) is a lapse " +
+				"when a later sample shows it, though as an echo.",
+			args: args{samples: []Sample{{"True", at(0), at(1)}, {"True", at(3), at(4)}, {"False", at(2), at(5)}}},
+			want: want{lapses: []bool{false, false, true}},
+		},
+		"NoCondition": {
+			reason: "A sample without an Available condition (or its time) is a lapse: nothing shows it is an echo.",
+			args:   args{samples: []Sample{{"True", at(0), at(1)}, {"", time.Time{}, at(2)}}},
+			want:   want{lapses: []bool{false, true}},
+		},
+		"UnknownIsALapse": {
+			reason: "Unknown is a lapse whatever its time: Crossplane's FatalError keeps the condition's lastTransitionTime, so an old time " +
+				"does not make it an echo.",
+			args: args{samples: []Sample{{"True", at(3), at(4)}, {"Unknown", at(0), at(5)}}},
+			want: want{lapses: []bool{false, true}},
 		},
 	}
 	for name, tc := range cases {
