@@ -27,34 +27,30 @@ func FromUnstructured(u *unstructured.Unstructured, out any) error {
 // Condition returns the status, reason and message of the condition of type typ in u's
 // status.conditions, and whether it was found.
 func Condition(u *unstructured.Unstructured, typ string) (status, reason, message string, ok bool) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != typ {
-			continue
-		}
-		s, _ := m["status"].(string)
-		r, _ := m["reason"].(string)
-		msg, _ := m["message"].(string)
-		return s, r, msg, true
-	}
-	return "", "", "", false
+	m := condition(u, typ)
+	s, _ := m["status"].(string)
+	r, _ := m["reason"].(string)
+	msg, _ := m["message"].(string)
+	return s, r, msg, m != nil
 }
 
 // ConditionSince returns the lastTransitionTime of the condition of type typ in u's
 // status.conditions: zero when it has none or it cannot be read.
 func ConditionSince(u *unstructured.Unstructured, typ string) time.Time {
+	s, _ := condition(u, typ)["lastTransitionTime"].(string)
+	t, _ := time.Parse(time.RFC3339, s)
+	return t
+}
+
+// condition is the condition of type typ in u's status.conditions (nil when it has none).
+func condition(u *unstructured.Unstructured, typ string) map[string]any {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] != typ {
-			continue
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			return m
 		}
-		s, _ := m["lastTransitionTime"].(string)
-		t, _ := time.Parse(time.RFC3339, s)
-		return t
 	}
-	return time.Time{}
+	return nil
 }
 
 func unmarshalJSON(b []byte, out any) error {
