@@ -1,3 +1,9 @@
+// Module monitoring checks the alert rules and dashboard queries with Prometheus's own engine
+// and promtool. Prometheus requires newer Kubernetes libraries than the product; every module
+// those libraries are built from is replaced by the product's version (test/packaging's
+// TestMonitoringSharesKubernetesLibraries), so that a cold machine compiles the Kubernetes
+// libraries, and the product packages these tests import, once for both modules
+// (docs/performance.md, building).
 module github.com/example/function-memcached/test/monitoring
 
 go 1.26.7
@@ -88,14 +94,15 @@ require (
 	github.com/go-openapi/swag/cmdutils v0.29.2 // indirect
 	github.com/go-openapi/swag/conv v0.29.2 // indirect
 	github.com/go-openapi/swag/fileutils v0.29.2 // indirect
+	github.com/go-openapi/swag/jsonname v0.26.0 // indirect
 	github.com/go-openapi/swag/jsonutils v0.29.2 // indirect
 	github.com/go-openapi/swag/loading v0.29.2 // indirect
 	github.com/go-openapi/swag/mangling v0.29.2 // indirect
 	github.com/go-openapi/swag/netutils v0.29.2 // indirect
-	github.com/go-openapi/swag/pools v0.29.2 // indirect
 	github.com/go-openapi/swag/stringutils v0.29.2 // indirect
 	github.com/go-openapi/swag/typeutils v0.29.2 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.2 // indirect
+	github.com/go-openapi/testify/v2 v2.7.0 // indirect
 	github.com/go-openapi/validate v1.0.0 // indirect
 	github.com/go-resty/resty/v2 v2.17.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
@@ -233,3 +240,79 @@ require (
 )
 
 replace github.com/example/function-memcached => ../..
+
+replace github.com/fxamacker/cbor/v2 => github.com/fxamacker/cbor/v2 v2.9.0
+
+replace github.com/go-openapi/jsonpointer => github.com/go-openapi/jsonpointer v0.23.1
+
+replace github.com/go-openapi/jsonreference => github.com/go-openapi/jsonreference v0.21.6
+
+replace github.com/go-openapi/swag => github.com/go-openapi/swag v0.26.0
+
+replace github.com/go-openapi/swag/cmdutils => github.com/go-openapi/swag/cmdutils v0.26.0
+
+replace github.com/go-openapi/swag/conv => github.com/go-openapi/swag/conv v0.26.0
+
+replace github.com/go-openapi/swag/fileutils => github.com/go-openapi/swag/fileutils v0.26.0
+
+replace github.com/go-openapi/swag/jsonutils => github.com/go-openapi/swag/jsonutils v0.26.0
+
+replace github.com/go-openapi/swag/loading => github.com/go-openapi/swag/loading v0.26.0
+
+replace github.com/go-openapi/swag/mangling => github.com/go-openapi/swag/mangling v0.26.0
+
+replace github.com/go-openapi/swag/netutils => github.com/go-openapi/swag/netutils v0.26.0
+
+replace github.com/go-openapi/swag/stringutils => github.com/go-openapi/swag/stringutils v0.26.0
+
+replace github.com/go-openapi/swag/typeutils => github.com/go-openapi/swag/typeutils v0.26.0
+
+replace github.com/go-openapi/swag/yamlutils => github.com/go-openapi/swag/yamlutils v0.26.0
+
+replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+
+replace golang.org/x/net => golang.org/x/net v0.58.0
+
+replace golang.org/x/oauth2 => golang.org/x/oauth2 v0.36.0
+
+replace golang.org/x/sys => golang.org/x/sys v0.47.0
+
+replace golang.org/x/term => golang.org/x/term v0.45.0
+
+replace golang.org/x/text => golang.org/x/text v0.41.0
+
+replace golang.org/x/time => golang.org/x/time v0.15.0
+
+replace k8s.io/api => k8s.io/api v0.35.3
+
+replace k8s.io/apimachinery => k8s.io/apimachinery v0.35.3
+
+replace k8s.io/client-go => k8s.io/client-go v0.35.3
+
+replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20260127142750-a19766b6e2d4
+
+replace k8s.io/utils => k8s.io/utils v0.0.0-20260319190234-28399d86e0b5
+
+replace sigs.k8s.io/structured-merge-diff/v6 => sigs.k8s.io/structured-merge-diff/v6 v6.3.2-0.20260122202528-d9cc6641c482
+
+replace github.com/go-openapi/analysis => github.com/go-openapi/analysis v0.25.2
+
+replace github.com/go-openapi/errors => github.com/go-openapi/errors v0.22.7
+
+replace github.com/go-openapi/loads => github.com/go-openapi/loads v0.23.3
+
+replace github.com/go-openapi/runtime => github.com/go-openapi/runtime v0.32.3
+
+replace github.com/go-openapi/runtime/server-middleware => github.com/go-openapi/runtime/server-middleware v0.30.0
+
+replace github.com/go-openapi/spec => github.com/go-openapi/spec v0.22.5
+
+replace github.com/go-openapi/strfmt => github.com/go-openapi/strfmt v0.26.3
+
+replace github.com/go-openapi/swag/jsonutils/fixtures_test => github.com/go-openapi/swag/jsonutils/fixtures_test v0.26.0
+
+replace github.com/go-openapi/testify/enable/yaml/v2 => github.com/go-openapi/testify/enable/yaml/v2 v2.4.2
+
+replace github.com/go-openapi/testify/v2 => github.com/go-openapi/testify/v2 v2.5.1
+
+replace github.com/go-openapi/validate => github.com/go-openapi/validate v0.25.3

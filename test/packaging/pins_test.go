@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -35,8 +36,16 @@ func TestCrossplaneToolsSharePins(t *testing.T) {
 }
 
 // kubernetesPinned are the tool modules that build with tools/kubernetes's versions of every
-// module they share with it (the Kubernetes libraries, and whatever those depend on).
-var kubernetesPinned = []string{"helm", "coredns", "kube-router"}
+// module they share with it (the Kubernetes libraries, and whatever those depend on), each
+// with the modules it may build at its own version and why. kwok v0.8.0 calls the v0.36 API
+// of the CRI libraries (logs.LogOptions' fields, crilogs.ReadLogs), which v0.35.4 lacks;
+// they are leaves of kwok's build, so the libraries below them are still shared.
+var kubernetesPinned = map[string]map[string]bool{
+	"helm":        nil,
+	"coredns":     nil,
+	"kube-router": nil,
+	"kwok":        {"k8s.io/cri-api": true, "k8s.io/cri-client": true},
+}
 
 // TestToolsShareKubernetesPins fails when a tool of kubernetesPinned builds a module it shares
 // with tools/kubernetes (the control plane's binaries) at another version: one drifted
@@ -45,11 +54,11 @@ var kubernetesPinned = []string{"helm", "coredns", "kube-router"}
 // tools pin what their own requirements would raise.
 func TestToolsShareKubernetesPins(t *testing.T) {
 	kube := effective(t, filepath.Join("tools", "kubernetes", "go.mod"))
-	for _, tool := range kubernetesPinned {
+	for tool, own := range kubernetesPinned {
 		rel := filepath.Join("tools", tool, "go.mod")
 		var drifted []string
 		for path, v := range effective(t, rel) {
-			if kv, ok := kube[path]; ok && kv != v {
+			if kv, ok := kube[path]; ok && kv != v && !own[path] {
 				drifted = append(drifted, "-replace="+path+"="+path+"@"+kv+" (builds with "+v+")")
 			}
 		}
@@ -59,6 +68,60 @@ func TestToolsShareKubernetesPins(t *testing.T) {
 				rel, len(drifted), tool, strings.Join(drifted, "\n"))
 		}
 	}
+}
+
+// kubernetesLibraries is the package whose build closure is the Kubernetes libraries every
+// Kubernetes client compiles: the typed clientset, and below it the API types and machinery.
+const kubernetesLibraries = "k8s.io/client-go/kubernetes"
+
+// TestMonitoringSharesKubernetesLibraries fails when test/monitoring, whose Prometheus
+// requires newer Kubernetes libraries than the product, builds any module below
+// kubernetesLibraries at another version than the product does: each drift makes a cold
+// machine compile the Kubernetes libraries once more, for promtool and these tests. It asks
+// `go list` for the modules the two builds really use, so a module added below the clientset
+// in a later release is checked too.
+func TestMonitoringSharesKubernetesLibraries(t *testing.T) {
+	product := closure(t, ".")
+	monitoring := closure(t, filepath.Join("test", "monitoring"))
+	var drifted []string
+	for path, v := range product {
+		if mv := monitoring[path]; mv != v {
+			drifted = append(drifted, "-replace="+path+"="+path+"@"+v+" (builds with "+mv+")")
+		}
+	}
+	for path, mv := range monitoring {
+		if _, ok := product[path]; !ok {
+			drifted = append(drifted, path+" "+mv+" is not below "+kubernetesLibraries+" in the product's build")
+		}
+	}
+	sort.Strings(drifted)
+	if len(drifted) > 0 {
+		t.Errorf("test/monitoring builds %s with %d modules at other versions than the product; `go -C test/monitoring mod edit` with\n%s\nthen `go mod tidy` there",
+			kubernetesLibraries, len(drifted), strings.Join(drifted, "\n"))
+	}
+	if len(product) < 10 {
+		t.Fatalf("go list found only %d modules below %s: %v", len(product), kubernetesLibraries, product)
+	}
+}
+
+// closure is module path → the version it builds with, for every module that provides a
+// package to kubernetesLibraries' build in the module at rel under the repository root.
+func closure(t *testing.T, rel string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f",
+		"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}", kubernetesLibraries)
+	cmd.Dir = filepath.Join(root, rel)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s in %s: %v\n%s", kubernetesLibraries, rel, err, out)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, v, ok := strings.Cut(line, " "); ok {
+			m[path] = v
+		}
+	}
+	return m
 }
 
 // effective reads a go.mod under the repository root into module path → the version it builds
