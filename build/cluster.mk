@@ -30,8 +30,7 @@ $(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN) $(K8
 		k8s.io/kubernetes/cmd/kube-proxy
 
 # An application's image: the connection Secret and gomemcache (test/e2e/cmd/memcached-app);
-# relinked like pause. After bin/reach, never beside it: both compile the product module's
-# libraries, which two go builds side by side would each compile on a new machine.
+# relinked like pause, and built after bin/reach (build/node.mk says why).
 .PHONY: $(BIN)/memcached-app
 $(BIN)/memcached-app: | $(BIN) $(BIN)/reach
 	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
