@@ -12,6 +12,11 @@ SHELL := /bin/bash
 
 BIN := $(CURDIR)/bin
 GO ?= go
+
+# module_dir prints where the module cache holds module $(2) at the version tools/$(1) pins,
+# downloading it first: `go list -m` reports no directory for a module not downloaded yet, and
+# on a new machine nothing says another build has downloaded it by then.
+module_dir = $(GO) -C tools/$(1) mod download $(2) && $(GO) -C tools/$(1) list -m -f '{{.Dir}}' $(2)
 # -trimpath for every build and test, as the tools are built: the Go build cache keys a compiled
 # package by its flags too, so the product's tests reuse what building the Crossplane CLI and
 # core compiled (tools/crossplane pins the same dependency versions as go.mod).

@@ -42,7 +42,7 @@ cluster-tools: $(CLUSTER_TOOLS)
 # Crossplane's chart and webhook configurations, from the same module as the core binary: the
 # chart is what `helm install` installs, the webhook configurations go into Crossplane's image.
 $(BIN)/crossplane-chart/.copied: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
-	@dir=$$($(GO) -C tools/crossplane list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
+	@dir=$$($(call module_dir,crossplane,github.com/crossplane/crossplane/v2)) && test -n "$$dir" && \
 	rm -rf $(BIN)/crossplane-chart $(BIN)/crossplane-webhooks && \
 	cp -r "$$dir"/cluster/charts/crossplane $(BIN)/crossplane-chart && \
 	cp -r "$$dir"/cluster/webhookconfigurations $(BIN)/crossplane-webhooks && \

@@ -96,12 +96,12 @@ e2e-tools: $(E2E_TOOLS)
 KWOK_STAGES := node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 	pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml
 $(BIN)/kwok-stages.yaml: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
-	@dir=$$($(GO) -C tools/kwok list -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
-	for f in $(KWOK_STAGES); do cat "$$dir/kustomize/stage/$$f"; echo '---'; done > $@.tmp && mv $@.tmp $@
+	@dir=$$($(call module_dir,kwok,sigs.k8s.io/kwok)) && test -n "$$dir" && \
+	for f in $(KWOK_STAGES); do cat "$$dir/kustomize/stage/$$f" && echo '---' || exit 1; done > $@.tmp && mv $@.tmp $@
 
 # Crossplane's CRDs, from the same module as the core binary.
 $(BIN)/crossplane-crds/.copied: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
-	@dir=$$($(GO) -C tools/crossplane list -m -f '{{.Dir}}' github.com/crossplane/crossplane/v2); \
+	@dir=$$($(call module_dir,crossplane,github.com/crossplane/crossplane/v2)) && test -n "$$dir" && \
 	rm -rf $(BIN)/crossplane-crds && mkdir -p $(BIN)/crossplane-crds && \
 	cp "$$dir"/cluster/crds/*.yaml $(BIN)/crossplane-crds/ && chmod -R u+w $(BIN)/crossplane-crds && touch $@
 

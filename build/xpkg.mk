@@ -86,7 +86,8 @@ VALIDATE_CACHE ?= $(OUTPUT_DIR)/validate-cache
 # (tools/crossplane): the examples are checked against the Crossplane they run on.
 .PHONY: validate
 validate: $(CROSSPLANE)
-	@core="$$($(GO) -C tools/crossplane list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)"; \
+	@core="$$($(GO) -C tools/crossplane mod download github.com/crossplane/crossplane/v2 && \
+		$(GO) -C tools/crossplane list -m -f '{{.Version}} {{.Dir}}' github.com/crossplane/crossplane/v2)" || exit 1; \
 	version="$${core%% *}"; dir="$${core#* }"; \
 	seed="$(VALIDATE_CACHE)/xpkg.crossplane.io/crossplane/crossplane@$$version"; \
 	if [ ! -d "$$seed" ]; then \
