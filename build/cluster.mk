@@ -12,17 +12,17 @@
 HELM_VERSION := v3.19.0
 CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy $(BIN)/memcached-app
 
-$(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN)
 	$(GO) -C tools/helm build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)" \
 		helm.sh/helm/v3/cmd/helm
 
 # Static, for an image with nothing else in it; tools/coredns/main.go picks the plugins.
-$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/coredns: tools/coredns/go.mod tools/coredns/go.sum tools/coredns/main.go | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/coredns build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ .
 
 # Static, for its image (with Debian's iptables beside it); stamped like the control plane.
-$(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/kubernetes build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) \
 			-X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \

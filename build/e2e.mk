@@ -49,13 +49,6 @@ E2E_PROVIDER_INSTANCES ?= 500
 E2E_LDFLAGS := -s -w
 
 K8S_BINS := $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
-
-# K8S_LIBRARIES_BUILT orders the builds of the tools that share the Kubernetes libraries with
-# the control plane (the kubelet, kube-proxy, kwok, Helm, CoreDNS, kube-router: the pins tests
-# of test/packaging keep their versions equal) after the control plane's, which every lane
-# needs. Two go builds running side by side each compile a package neither finds in the
-# build cache yet, so under make -j2 on a new machine the libraries were compiled twice.
-K8S_LIBRARIES_BUILT := $(BIN)/kube-apiserver
 E2E_TOOLS := $(K8S_BINS) $(BIN)/etcd $(BIN)/kwok $(BIN)/crossplane-core
 
 # One go build for the four Kubernetes binaries: they share most packages, and the version
@@ -75,7 +68,7 @@ $(K8S_BINS) &: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 $(BIN)/etcd: tools/etcd/go.mod tools/etcd/go.sum | $(BIN)
 	$(GO) -C tools/etcd build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ go.etcd.io/etcd/server/v3
 
-$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 	$(GO) -C tools/kwok build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ sigs.k8s.io/kwok/cmd/kwok
 
 # Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`. Static,

@@ -6,7 +6,8 @@
 #   make monitoring-test   promtool test rules on the alerts, every alert and dashboard query
 #                          parsed and checked against the real exporter's metrics
 
-PROMETHEUS_VERSION := v0.316.0
+# Read from test/monitoring/go.mod when the message needs it: one pin, in one place.
+PROMETHEUS_VERSION = $(shell $(GO) -C test/monitoring list -m -f '{{.Version}}' github.com/prometheus/prometheus)
 
 # promtool without Prometheus's service discovery plugins (remove_all_sd), which it does not
 # need to test rules: they are most of its build.

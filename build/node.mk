@@ -63,7 +63,7 @@ node-packages:
 # The kubelet comes from the same pinned Kubernetes module as the control plane, with the same
 # version stamp. It is its own go build (its own link; the compiled packages are shared with
 # the control plane's through the Go build cache).
-$(BIN)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/kubelet: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 	@echo "building kubelet $(K8S_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/kubernetes build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) \
@@ -97,7 +97,7 @@ $(BIN)/reach: | $(BIN) $(BIN)/pause
 # on the real node, to enforce the NetworkPolicies the function renders. A test tool on
 # loopback, never shipped: v2.1.0, the only version the module proxy serves, has reported
 # security flaws (docs/e2e.md).
-$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN) $(K8S_LIBRARIES_BUILT)
+$(BIN)/kube-router: tools/kube-router/go.mod tools/kube-router/go.sum | $(BIN)
 	@echo "building kube-router $(KUBE_ROUTER_VERSION) (first time only; how long: docs/performance.md)"
 	CGO_ENABLED=0 $(GO) -C tools/kube-router build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBE_ROUTER_VERSION)" \

@@ -1,9 +1,10 @@
 // Module helm pins Helm v3, with which the end-to-end suite's production-shaped lane installs
 // Crossplane from the chart in the pinned Crossplane module, as a platform team does.
 // Every module it shares with tools/kubernetes is replaced by the version tools/kubernetes
-// builds with (test/packaging's TestToolsShareKubernetesPins), so that the Go build cache
-// compiles the Kubernetes libraries once for the control plane and this tool: minutes of the
-// cold CI budget (docs/performance.md, building).
+// builds with (test/packaging's TestToolsShareKubernetesPins): the same library code as the
+// control plane. The Go build cache shares a compiled package only where this module also
+// selects that version (its requirement): cmd/go keys a package by its module's selected
+// version, not by a replacement's (docs/performance.md, building).
 module github.com/example/function-memcached/tools/helm
 
 go 1.26
