@@ -33,10 +33,8 @@ $(BIN):
 	@mkdir -p $(BIN)
 
 # The Crossplane CLI (composition render, xpkg, resource validate). Its version string is set at
-# link time, where its own build sets it, or `crossplane version` prints nothing. Built after
-# bin/runtime-image, whose libraries (Kubernetes', at the product's versions) it shares:
-# two go builds side by side on a new machine would each compile them.
-$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN) $(BIN)/runtime-image
+# link time, where its own build sets it, or `crossplane version` prints nothing.
+$(BIN)/crossplane: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
 	@echo "building crossplane CLI $(CROSSPLANE_VERSION) (first time only; how long: docs/performance.md)"
 	$(GO) -C tools/crossplane build -trimpath \
 		-ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_VERSION)" \

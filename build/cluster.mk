@@ -30,9 +30,9 @@ $(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 		k8s.io/kubernetes/cmd/kube-proxy
 
 # An application's image: the connection Secret and gomemcache (test/e2e/cmd/memcached-app);
-# relinked like pause, and built after bin/reach (build/node.mk says why).
+# relinked like pause.
 .PHONY: $(BIN)/memcached-app
-$(BIN)/memcached-app: | $(BIN) $(BIN)/reach
+$(BIN)/memcached-app: | $(BIN)
 	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
 
 ## cluster-tools: build the production-shaped lane's Helm, CoreDNS and kube-proxy.

@@ -73,9 +73,7 @@ $(BIN)/kwok: tools/kwok/go.mod tools/kwok/go.sum | $(BIN)
 
 # Crossplane core, not the CLI: `crossplane core init` and `crossplane core start`. Static,
 # as the official image's: the production-shaped lane runs it in an image with nothing else.
-# Built after the CLI, never beside it: they share a third of their packages, which two go
-# builds side by side would each compile.
-$(BIN)/crossplane-core: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN) $(BIN)/crossplane
+$(BIN)/crossplane-core: tools/crossplane/go.mod tools/crossplane/go.sum | $(BIN)
 	CGO_ENABLED=0 $(GO) -C tools/crossplane build -trimpath -o $@ \
 		-ldflags "$(E2E_LDFLAGS) -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$(CROSSPLANE_CORE_VERSION)" \
 		github.com/crossplane/crossplane/v2/cmd/crossplane

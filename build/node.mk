@@ -80,17 +80,14 @@ $(BIN)/memcached_exporter: tools/memcached-exporter/go.mod tools/memcached-expor
 		github.com/prometheus/memcached_exporter/cmd/memcached_exporter
 
 # The pod sandbox's binary; always relinked from the Go cache, like the function itself.
-# The lane's binaries from this module are built after bin/runtime-image, one after another,
-# never side by side: each compiles the libraries the others do, and two go builds side by
-# side on a new machine would each compile them.
 .PHONY: $(BIN)/pause
-$(BIN)/pause: | $(BIN) $(BIN)/runtime-image
+$(BIN)/pause: | $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/pause
 
 # The network policy scenario's client, for an image with nothing else in it; relinked like
 # pause.
 .PHONY: $(BIN)/reach
-$(BIN)/reach: | $(BIN) $(BIN)/pause
+$(BIN)/reach: | $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/reach
 
 # kube-router, of which the network policy scenario runs only the firewall (iptables and ipset)

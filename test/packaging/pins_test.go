@@ -46,7 +46,8 @@ var kubernetesPinned = []string{"helm", "coredns", "kube-router"}
 // their own requirements would raise. They do not make the Go build cache share the compiled
 // package, which cmd/go keys by the module's selected version, not the replacement's
 // (GODEBUG=gocachehash=1 shows "module k8s.io/klog/v2@v2.140.0" for a replaced v2.130.1);
-// only Helm also selects the control plane's versions (docs/performance.md, building).
+// of the three, only Helm selects the control plane's versions of the Kubernetes libraries
+// themselves (docs/performance.md, building).
 func TestToolsShareKubernetesPins(t *testing.T) {
 	kube := effective(t, filepath.Join("tools", "kubernetes", "go.mod"))
 	for _, tool := range kubernetesPinned {
