@@ -95,9 +95,13 @@ func selected(t *testing.T, rel string) map[string]string {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", kubernetesLibraries)
 	cmd.Dir = filepath.Join(root, rel)
-	out, err := cmd.CombinedOutput()
+	// Standard output only: on a machine without the modules, go prints "go: downloading"
+	// lines to standard error, which are not modules.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps %s in %s: %v\n%s", kubernetesLibraries, rel, err, out)
+		t.Fatalf("go list -deps %s in %s: %v\n%s", kubernetesLibraries, rel, err, stderr.String())
 	}
 	m := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
