@@ -38,32 +38,50 @@ func TestCrossplaneToolsSharePins(t *testing.T) {
 
 // kubernetesPinned are the tool modules that build with tools/kubernetes's versions of every
 // module they share with it (the Kubernetes libraries, and whatever those depend on).
-var kubernetesPinned = []string{"helm", "coredns", "kube-router"}
+var kubernetesPinned = []string{"etcd", "helm", "coredns", "kube-router"}
 
 // TestToolsShareKubernetesPins fails when a tool of kubernetesPinned builds a module it shares
-// with tools/kubernetes (the control plane's binaries) at another version: the tools then run
-// library code the control plane does not. Replaces count: they are how the tools pin what
-// their own requirements would raise. They do not make the Go build cache share the compiled
-// package, which cmd/go keys by the module's selected version, not the replacement's
-// (GODEBUG=gocachehash=1 shows "module k8s.io/klog/v2@v2.140.0" for a replaced v2.130.1);
-// of the three, only Helm selects the control plane's versions of the Kubernetes libraries
-// themselves (docs/performance.md, building).
+// with tools/kubernetes (the control plane's binaries) at another version or from a
+// replacement. The tool would then run library code the control plane does not, and a new
+// machine would compile the Kubernetes libraries once more for it: cmd/go keys a compiled
+// package by its module's selected version, not a replacement's, so only equal selections
+// share the build cache (kube-router alone, about 250 CPU-seconds; docs/performance.md,
+// building). It compares what `go list -deps` reports each build selects.
 func TestToolsShareKubernetesPins(t *testing.T) {
-	kube := effective(t, filepath.Join("tools", "kubernetes", "go.mod"))
+	kube := toolBuilds(t, filepath.Join("tools", "kubernetes"))
+	if len(kube) < 100 {
+		t.Fatalf("go list found only %d modules in tools/kubernetes's builds", len(kube))
+	}
 	for _, tool := range kubernetesPinned {
-		rel := filepath.Join("tools", tool, "go.mod")
+		rel := filepath.Join("tools", tool)
 		var drifted []string
-		for path, v := range effective(t, rel) {
+		for path, v := range toolBuilds(t, rel) {
 			if kv, ok := kube[path]; ok && kv != v {
-				drifted = append(drifted, "-replace="+path+"="+path+"@"+kv+" (builds with "+v+")")
+				drifted = append(drifted, path+": tools/kubernetes "+kv+", "+rel+" "+v)
 			}
 		}
 		sort.Strings(drifted)
 		if len(drifted) > 0 {
-			t.Errorf("%s builds %d modules at other versions than tools/kubernetes; `go -C tools/%s mod edit` with\n%s\nthen `go mod tidy` there",
-				rel, len(drifted), tool, strings.Join(drifted, "\n"))
+			t.Errorf("%s builds %d modules it shares with tools/kubernetes at other versions:\n%s\n"+
+				"require the higher version in both go.mods (`go -C <module> get <module path>@<version>`), with no replace",
+				rel, len(drifted), strings.Join(drifted, "\n"))
 		}
 	}
+}
+
+// toolBuilds is module path → the version the builds of the module at rel under the repository
+// root select (with " => " and the replacement's, where it is replaced), for every module that
+// provides a package to them. Its builds are its tool directives, or else its own package.
+func toolBuilds(t *testing.T, rel string) map[string]string {
+	t.Helper()
+	pkgs := []string{"."}
+	if f := parse(t, filepath.Join(rel, "go.mod")); len(f.Tool) > 0 {
+		pkgs = nil
+		for _, tl := range f.Tool {
+			pkgs = append(pkgs, tl.Path)
+		}
+	}
+	return modules(t, rel, pkgs...)
 }
 
 // kubernetesLibraries is the package whose build closure is the Kubernetes libraries every
@@ -93,7 +111,17 @@ func TestMonitoringSharesKubernetesLibraries(t *testing.T) {
 // package to kubernetesLibraries' build in the module at rel under the repository root.
 func selected(t *testing.T, rel string) map[string]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", kubernetesLibraries)
+	return modules(t, rel, kubernetesLibraries)
+}
+
+// modules is module path → the version it is selected at (with " => " and the replacement's,
+// where it is replaced by other code), for every module that provides a package to the builds
+// of pkgs in the module at rel under the repository root.
+func modules(t *testing.T, rel string, pkgs ...string) map[string]string {
+	t.Helper()
+	args := append([]string{"list", "-deps", "-f",
+		"{{with .Module}}{{.Path}} {{.Version}}{{with .Replace}} => {{.Path}} {{.Version}}{{end}}{{end}}"}, pkgs...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = filepath.Join(root, rel)
 	// Standard output only: on a machine without the modules, go prints "go: downloading"
 	// lines to standard error, which are not modules.
@@ -101,27 +129,19 @@ func selected(t *testing.T, rel string) map[string]string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list -deps %s in %s: %v\n%s", kubernetesLibraries, rel, err, stderr.String())
+		t.Fatalf("go list -deps %s in %s: %v\n%s", strings.Join(pkgs, " "), rel, err, stderr.String())
 	}
 	m := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if path, v, ok := strings.Cut(line, " "); ok {
-			m[path] = v
+		path, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
 		}
-	}
-	return m
-}
-
-// effective reads a go.mod under the repository root into module path → the version it builds
-// with: its replacement's where it is replaced by a version, else its requirement.
-func effective(t *testing.T, rel string) map[string]string {
-	t.Helper()
-	f := parse(t, rel)
-	m := required(f)
-	for _, r := range f.Replace {
-		if r.New.Version != "" && r.Old.Version == "" {
-			m[r.Old.Path] = r.New.Version
+		// A replacement by the selected version itself is the same code.
+		if sel, repl, ok := strings.Cut(v, " => "); ok && repl == path+" "+sel {
+			v = sel
 		}
+		m[path] = v
 	}
 	return m
 }

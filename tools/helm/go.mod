@@ -1,10 +1,10 @@
 // Module helm pins Helm v3, with which the end-to-end suite's production-shaped lane installs
 // Crossplane from the chart in the pinned Crossplane module, as a platform team does.
-// Every module it shares with tools/kubernetes is replaced by the version tools/kubernetes
-// builds with (test/packaging's TestToolsShareKubernetesPins): the same library code as the
-// control plane. The Go build cache shares a compiled package only where this module also
-// selects that version (its requirement): cmd/go keys a package by its module's selected
-// version, not by a replacement's (docs/performance.md, building).
+// It requires tools/kubernetes's version of every module the two build, with no replace
+// (test/packaging's TestToolsShareKubernetesPins): the same library code as the control plane,
+// compiled once on a new machine, as cmd/go keys a compiled package by its module's selected
+// version, never a replacement's (docs/performance.md, building). Where this tool needs a newer
+// version of a shared module, tools/kubernetes requires that one too.
 module github.com/example/function-memcached/tools/helm
 
 go 1.26
@@ -25,11 +25,11 @@ require (
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/chai2010/gettext-go v1.0.2 // indirect
 	github.com/containerd/containerd v1.7.28 // indirect
-	github.com/containerd/errdefs v0.3.0 // indirect
+	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/log v0.1.0 // indirect
 	github.com/containerd/platforms v0.2.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
-	github.com/cyphar/filepath-securejoin v0.4.1 // indirect
+	github.com/cyphar/filepath-securejoin v0.6.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
@@ -40,7 +40,7 @@ require (
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
-	github.com/go-openapi/jsonreference v0.20.2 // indirect
+	github.com/go-openapi/jsonreference v0.20.4 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/gofrs/flock v0.12.1 // indirect
@@ -99,15 +99,15 @@ require (
 	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.12.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a // indirect
-	google.golang.org/grpc v1.72.2 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250818200422-3122310a409c // indirect
+	google.golang.org/grpc v1.75.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	helm.sh/helm/v3 v3.19.0 // indirect
 	k8s.io/api v0.35.4 // indirect
-	k8s.io/apiextensions-apiserver v0.34.0 // indirect
+	k8s.io/apiextensions-apiserver v0.35.4 // indirect
 	k8s.io/apimachinery v0.35.4 // indirect
 	k8s.io/apiserver v0.35.4 // indirect
 	k8s.io/cli-runtime v0.35.4 // indirect
@@ -115,7 +115,7 @@ require (
 	k8s.io/component-base v0.35.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/kubectl v0.34.0 // indirect
+	k8s.io/kubectl v0.35.4 // indirect
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	oras.land/oras-go/v2 v2.6.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
@@ -125,141 +125,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace cloud.google.com/go/compute/metadata => cloud.google.com/go/compute/metadata v0.7.0
-
-replace github.com/Azure/go-ansiterm => github.com/Azure/go-ansiterm v0.0.0-20230124172434-306776ec8161
-
-replace github.com/cilium/ebpf => github.com/cilium/ebpf v0.17.3
-
-replace github.com/containerd/containerd/api => github.com/containerd/containerd/api v1.9.0
-
-replace github.com/containerd/errdefs => github.com/containerd/errdefs v1.0.0
-
-replace github.com/containerd/typeurl/v2 => github.com/containerd/typeurl/v2 v2.2.3
-
-replace github.com/cyphar/filepath-securejoin => github.com/cyphar/filepath-securejoin v0.6.0
-
-replace github.com/davecgh/go-spew => github.com/davecgh/go-spew v1.1.1
-
-replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
-
-replace github.com/google/gofuzz => github.com/google/gofuzz v1.0.0
-
-replace github.com/google/pprof => github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
-
-replace github.com/matttproud/golang_protobuf_extensions => github.com/matttproud/golang_protobuf_extensions v1.0.1
-
-replace github.com/moby/spdystream => github.com/moby/spdystream v0.5.1
-
-replace github.com/moby/sys/mountinfo => github.com/moby/sys/mountinfo v0.7.2
-
-replace github.com/moby/term => github.com/moby/term v0.5.0
-
-replace github.com/onsi/ginkgo/v2 => github.com/onsi/ginkgo/v2 v2.27.2
-
-replace github.com/onsi/gomega => github.com/onsi/gomega v1.38.2
-
-replace github.com/opencontainers/runtime-spec => github.com/opencontainers/runtime-spec v1.2.1
-
-replace github.com/opencontainers/selinux => github.com/opencontainers/selinux v1.13.0
-
-replace github.com/pmezard/go-difflib => github.com/pmezard/go-difflib v1.0.0
-
-replace github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.23.2
-
-replace github.com/prometheus/client_model => github.com/prometheus/client_model v0.6.2
-
-replace github.com/prometheus/common => github.com/prometheus/common v0.66.1
-
-replace github.com/prometheus/procfs => github.com/prometheus/procfs v0.16.1
-
-replace github.com/rogpeppe/go-internal => github.com/rogpeppe/go-internal v1.14.1
-
-replace github.com/spf13/cobra => github.com/spf13/cobra v1.10.0
-
-replace github.com/vishvananda/netlink => github.com/vishvananda/netlink v1.3.1
-
-replace github.com/vishvananda/netns => github.com/vishvananda/netns v0.0.5
-
-replace github.com/yuin/goldmark => github.com/yuin/goldmark v1.4.13
-
-replace go.etcd.io/bbolt => go.etcd.io/bbolt v1.4.3
-
-replace go.opentelemetry.io/auto/sdk => go.opentelemetry.io/auto/sdk v1.2.1
-
-replace go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp => go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.61.0
-
-replace go.opentelemetry.io/otel => go.opentelemetry.io/otel v1.41.0
-
-replace go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp => go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.27.0
-
-replace go.opentelemetry.io/otel/metric => go.opentelemetry.io/otel/metric v1.41.0
-
-replace go.opentelemetry.io/otel/sdk => go.opentelemetry.io/otel/sdk v1.36.0
-
-replace go.opentelemetry.io/otel/sdk/metric => go.opentelemetry.io/otel/sdk/metric v1.36.0
-
-replace go.opentelemetry.io/otel/trace => go.opentelemetry.io/otel/trace v1.41.0
-
-replace go.yaml.in/yaml/v2 => go.yaml.in/yaml/v2 v2.4.3
-
-replace golang.org/x/crypto => golang.org/x/crypto v0.45.0
-
-replace golang.org/x/mod => golang.org/x/mod v0.29.0
-
-replace golang.org/x/net => golang.org/x/net v0.47.0
-
-replace golang.org/x/sync => golang.org/x/sync v0.18.0
-
-replace golang.org/x/sys => golang.org/x/sys v0.38.0
-
-replace golang.org/x/term => golang.org/x/term v0.37.0
-
-replace golang.org/x/text => golang.org/x/text v0.31.0
-
-replace golang.org/x/time => golang.org/x/time v0.9.0
-
-replace golang.org/x/tools => golang.org/x/tools v0.38.0
-
-replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
-
-replace google.golang.org/grpc => google.golang.org/grpc v1.72.2
-
-replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.8
-
-replace gopkg.in/evanphx/json-patch.v4 => gopkg.in/evanphx/json-patch.v4 v4.13.0
-
-replace k8s.io/api => k8s.io/api v0.35.4
-
-replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.35.4
-
-replace k8s.io/apimachinery => k8s.io/apimachinery v0.35.4
-
-replace k8s.io/apiserver => k8s.io/apiserver v0.35.4
-
-replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.35.4
-
-replace k8s.io/client-go => k8s.io/client-go v0.35.4
-
-replace k8s.io/code-generator => k8s.io/code-generator v0.35.4
-
-replace k8s.io/component-base => k8s.io/component-base v0.35.4
-
-replace k8s.io/component-helpers => k8s.io/component-helpers v0.35.4
-
-replace k8s.io/cri-api => k8s.io/cri-api v0.35.4
-
-replace k8s.io/gengo/v2 => k8s.io/gengo/v2 v2.0.0-20250922181213-ec3ebc5fd46b
-
-replace k8s.io/kms => k8s.io/kms v0.35.4
-
-replace k8s.io/kube-openapi => k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912
-
-replace k8s.io/kubectl => k8s.io/kubectl v0.35.4
-
-replace k8s.io/metrics => k8s.io/metrics v0.35.4
-
-replace k8s.io/utils => k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
-
-replace sigs.k8s.io/json => sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
