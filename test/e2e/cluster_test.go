@@ -380,7 +380,7 @@ func waitLog(t *testing.T, ns, name, prefix string) {
 // podLog is the log of the pod's first container as the kubelet wrote it, for a failure
 // report.
 func podLog(ns, name string) string {
-	files, _ := filepath.Glob(filepath.Join(env.LogDir, node.PodLogs, ns+"_"+name+"_*", "*", "*.log"))
+	files, _ := filepath.Glob(filepath.Join(env.LogDir, node.PodLogs, "*", ns+"_"+name+"_*", "*", "*.log"))
 	var b strings.Builder
 	for _, f := range files {
 		c, _ := os.ReadFile(f) //nolint:gosec // The suite's own logs.

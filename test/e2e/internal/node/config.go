@@ -172,7 +172,7 @@ syncFrequency: 10s
 		p.address, KubeletPort, healthzPort,
 		filepath.Join(dir, "pki", "serving.crt"), filepath.Join(dir, "pki", "serving.key"), filepath.Join(dir, "pki", "ca.crt"),
 		taints(p),
-		filepath.Join(logDir, PodLogs),
+		podLogsDir(logDir, p.name),
 		clusterSettings(p),
 	)
 }

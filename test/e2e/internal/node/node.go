@@ -69,7 +69,7 @@ type Options struct {
 	// Dir holds all the node's state: containerd's root and state, the kubelet's root,
 	// certificates, configuration. It is wiped at start and removed by Stop.
 	Dir string
-	// LogDir receives containerd.log, kubelet.log and, under node-pods/, the pods' logs.
+	// LogDir receives containerd.log, kubelet.log and, under node-pods/<node>/, the pods' logs.
 	LogDir string
 	PIDs   *proc.PIDFile
 	// APIServer is the control plane's URL; CA its CA, which signs the kubelet's client
@@ -198,6 +198,9 @@ func (n *Node) path(p ...string) string { return filepath.Join(append([]string{n
 // writeFiles writes the kubelet's certificates and kubeconfig, and the configuration of
 // containerd, the CNI network and the kubelet.
 func (n *Node) writeFiles() error {
+	if err := os.MkdirAll(podLogsDir(n.opts.LogDir, n.p.name), 0o755); err != nil {
+		return errors.Wrap(err, "cannot create the kubelet's pod log directory")
+	}
 	client, err := n.opts.CA.Issue(pki.Request{CommonName: "system:node:" + n.p.name, Organization: []string{"system:nodes"}})
 	if err != nil {
 		return err

@@ -110,7 +110,7 @@ func TestKubeletConfig(t *testing.T) {
 		"healthzBindAddress":       "127.0.0.1",
 		"readOnlyPort":             float64(0),
 		"containerRuntimeEndpoint": "unix:///n/containerd/containerd.sock",
-		"podLogsDir":               "/logs/node-pods",
+		"podLogsDir":               "/logs/node-pods/" + Name,
 		// No disk-pressure eviction: the node's disk is the host's, shared (kind's choice).
 		"evictionHard":                map[string]any{"memory.available": "200Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
 		"imageGCHighThresholdPercent": float64(100),
@@ -123,6 +123,29 @@ func TestKubeletConfig(t *testing.T) {
 	taints, _ := json.Marshal(got["registerWithTaints"])
 	if string(taints) != `[{"effect":"NoSchedule","key":"`+TaintKey+`","value":"true"}]` {
 		t.Errorf("registerWithTaints %s, want the real node's taint", taints)
+	}
+}
+
+// Each of the production-shaped lane's kubelets writes its pods' logs to a directory of its
+// own: a kubelet's garbage collection removes, within a minute, every pod directory there whose
+// pod it does not run, so a shared one lost the other node's running pods' logs.
+func TestKubeletPodLogsPerNode(t *testing.T) {
+	seen := map[string]string{}
+	for i := range 3 {
+		p := clusterPlacement(i, "127.0.0.1:5000", "/ca.crt", "10.96.0.10")
+		var got struct {
+			PodLogsDir string `json:"podLogsDir"`
+		}
+		if err := yaml.Unmarshal([]byte(kubeletConfig("/n", "/logs", "/n/containerd/containerd.sock", p, 12345)), &got); err != nil {
+			t.Fatalf("the kubelet configuration is not YAML: %v", err)
+		}
+		if got.PodLogsDir != "/logs/node-pods/"+p.name {
+			t.Errorf("%s: podLogsDir %q, want /logs/node-pods/%s", p.name, got.PodLogsDir, p.name)
+		}
+		if other, ok := seen[got.PodLogsDir]; ok {
+			t.Errorf("%s and %s share the pod log directory %s", other, p.name, got.PodLogsDir)
+		}
+		seen[got.PodLogsDir] = p.name
 	}
 }
 

@@ -9,9 +9,18 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// PodLogs is the directory, in a node's log directory, where the kubelet writes its pods' logs
-// (podLogsDir), one directory a pod: <namespace>_<name>_<uid>/<container>/<n>.log.
+// PodLogs is the directory, in a node's log directory, where the kubelets write their pods'
+// logs: one directory a node (podLogsDir), in it one a pod:
+// <node>/<namespace>_<name>_<uid>/<container>/<n>.log.
 const PodLogs = "node-pods"
+
+// podLogsDir is the kubelet's podLogsDir for the node named node: its own, never shared. A
+// kubelet's garbage collection removes every pod directory there whose pod it does not run, so
+// two kubelets sharing one removed each other's pods' logs, running containers' too, within a
+// minute (an application's output was lost while the suite waited for it).
+func podLogsDir(logDir, node string) string {
+	return filepath.Join(logDir, PodLogs, node)
+}
 
 // keptPodLogs is the directory, beside PodLogs in a node's log directory, that keeps the
 // logs of the pods still running when the node stops. The kubelet deletes a container's log
