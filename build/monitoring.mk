@@ -17,7 +17,8 @@ $(BIN)/promtool: test/monitoring/go.mod test/monitoring/go.sum | $(BIN)
 		github.com/prometheus/prometheus/cmd/promtool
 
 ## monitoring-test: the alerts and the dashboard against promtool and the real exporter.
+# The tests run with -vet=off after the full vet, as make test's (Makefile).
 .PHONY: monitoring-test
 monitoring-test: $(BIN)/promtool $(BIN)/memcached_exporter memcached-package
 	$(GO) -C test/monitoring vet -trimpath ./...
-	PROMTOOL=$(BIN)/promtool MEMCACHED_EXPORTER=$(BIN)/memcached_exporter $(GO) -C test/monitoring test -trimpath -count=1 ./...
+	PROMTOOL=$(BIN)/promtool MEMCACHED_EXPORTER=$(BIN)/memcached_exporter $(GO) -C test/monitoring test -trimpath -count=1 -vet=off ./...
