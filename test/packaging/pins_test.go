@@ -37,7 +37,8 @@ func TestCrossplaneToolsSharePins(t *testing.T) {
 }
 
 // kubernetesPinned are the tool modules that build with tools/kubernetes's versions of every
-// module they share with it (the Kubernetes libraries, and whatever those depend on).
+// module they share with it (the Kubernetes libraries, the etcd client, gRPC, and whatever
+// those depend on).
 var kubernetesPinned = []string{"etcd", "helm", "coredns", "kube-router"}
 
 // TestToolsShareKubernetesPins fails when a tool of kubernetesPinned builds a module it shares

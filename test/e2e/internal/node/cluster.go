@@ -85,10 +85,8 @@ func ClusterNetwork(dir, logDir string, n int, serviceCIDR string) (c *Cluster, 
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, errors.Wrapf(err, "cannot clear %s", dir)
 	}
-	for _, d := range []string{dir, filepath.Join(logDir, PodLogs)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, errors.Wrapf(err, "cannot create %s", d)
-		}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, errors.Wrapf(err, "cannot create %s", dir)
 	}
 	c = &Cluster{dir: dir, logDir: logDir}
 	var netns, roots []string

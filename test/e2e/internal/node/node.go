@@ -117,10 +117,8 @@ func Start(ctx context.Context, o Options) (n *Node, err error) {
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return nil, errors.Wrapf(err, "cannot clear %s", o.Dir)
 	}
-	for _, d := range []string{o.Dir, filepath.Join(o.LogDir, PodLogs)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, errors.Wrapf(err, "cannot create %s", d)
-		}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, errors.Wrapf(err, "cannot create %s", o.Dir)
 	}
 	if err := checkSubnetFree(); err != nil {
 		return nil, err
@@ -198,6 +196,7 @@ func (n *Node) path(p ...string) string { return filepath.Join(append([]string{n
 // writeFiles writes the kubelet's certificates and kubeconfig, and the configuration of
 // containerd, the CNI network and the kubelet.
 func (n *Node) writeFiles() error {
+	// The node's own pod log directory (podLogsDir), and node-pods/ above it.
 	if err := os.MkdirAll(podLogsDir(n.opts.LogDir, n.p.name), 0o755); err != nil {
 		return errors.Wrap(err, "cannot create the kubelet's pod log directory")
 	}
