@@ -115,6 +115,15 @@ define e2e_kill_leftovers
 	fi
 endef
 
+# Names, last, the scenarios a suite's run failed (from its go test output, tee'd to $(2)), so
+# that the end of a long log, which is what CI shows, says which they were: a failed run ends
+# with each component's last lines, and the kwok suite's with the whole lane after it.
+define e2e_failures
+	if grep -qE '^ *--- FAIL' $(2) 2>/dev/null; then \
+		echo "e2e: $(1) failed these scenarios (the full output: $(2)):"; grep -E '^ *--- FAIL' $(2); \
+	fi
+endef
+
 ## e2e-prerequisites: every tool make e2e needs (its lanes' too, as E2E_NODE and E2E_CLUSTER
 # say). make e2e builds them all before its first suite, so that `make -j2 test e2e` (.ci/run)
 # builds them beside make test: one build's downloads and single-threaded links overlap
@@ -135,11 +144,13 @@ e2e: e2e-prerequisites $(E2E_XPKG) $(E2E_PROVIDER_XPKG)
 		E2E_SCALE_PODS=$(E2E_SCALE_PODS) E2E_SCALE_DIAGNOSTICS=$(E2E_SCALE_DIAGNOSTICS) \
 		E2E_PROVIDER_LOAD=$(E2E_PROVIDER_LOAD) E2E_PROVIDER_INSTANCES=$(E2E_PROVIDER_INSTANCES) \
 		E2E_WORKLOADS_IN_CLUSTER=$(if $(filter on,$(E2E_CLUSTER)),1) \
-		$(GO) test -trimpath -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ || rc=$$?; \
+		$(GO) test -trimpath -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v -run '$(E2E_RUN)' ./test/e2e/ \
+		| tee $(E2E_OUTPUT)/go-test.log || rc=$$?; \
 	$(e2e_kill_leftovers); \
 	$(e2e_node_down); \
 	echo "e2e: suite took $$(( $$(date +%s) - start ))s; logs in $(E2E_OUTPUT)/logs"; \
 	if [ "$(E2E_CLUSTER)" = on ]; then $(MAKE) --no-print-directory e2e-cluster || rc=1; fi; \
+	$(call e2e_failures,the suite,$(E2E_OUTPUT)/go-test.log); \
 	exit $$rc
 
 # E2E_SCALE_TIMEOUT bounds the whole run: creating, resting and deleting 3,000 claims takes most

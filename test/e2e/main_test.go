@@ -30,6 +30,8 @@ func run(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		suite.Report(os.Stderr, opts.OutputDir, logTail)
+		// Again after the components' logs, so that a log's last lines say what failed.
+		fmt.Fprintf(os.Stderr, "e2e: the suite did not start: %v\n", err)
 		return 1
 	}
 	env = e

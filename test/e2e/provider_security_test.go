@@ -113,16 +113,16 @@ func instanceSettings(t *testing.T) resolve.Settings {
 //   - a new spec.auth.rotation replaces the credentials exactly once: the remote auth Secret,
 //     the connection Secret and the pod template's digest change once and then stay (watched
 //     for 45 s, more than two of the suite's --poll=20s);
-//   - a TLS Secret renewed with a pair for another host is InvalidSpec naming
-//     spec.forProvider.tls.secretName on the Instance and tls.secretName on the claim, and
-//     changes nothing that runs (the Deployment's generation, the active copy, the
-//     credentials); a good renewal then rolls the pods to it;
 //   - the NetworkPolicy in workload-a is render.NetworkPolicy of the Memcached the provider
 //     resolves from the Instance (its allowedNamespaces and the monitoring namespace of the
 //     platform's policy, egress included), labelled as the Instance's;
 //   - moved to workload-b, the claim gets new credentials there, its connection Secret
 //     follows, and workload-a keeps nothing of it (no Deployment, Service, PodDisruptionBudget,
 //     auth Secret, TLS copy or NetworkPolicy) but the tenant's own TLS Secret.
+//
+// TestProviderRefusedCertificate renews the TLS Secret of a second such claim wrongly, beside
+// this one: each waits out a window in which nothing may change, and one after the other they
+// made this the lane's longest scenario.
 //
 // The workload clusters' pods run on kwok's fake nodes, so no client connects to them: the
 // certificate is verified as a client would, offline, and the node lane's TestNodeAuthAndTLS
@@ -133,30 +133,8 @@ func TestProviderAuthTLSNetworkPolicy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := workloads(t)
-	ns := team(t, "remote-secured", a, b)
-	const name = "sessions"
-	host := name + "." + ns + ".svc.cluster.local"
-	ca := newCA(t)
-	// cert-manager in each workload cluster writes the Certificate's Secret in the target
-	// namespace there; the claim names it.
-	writeTLSSecretOn(t, a.Kube, ca, ns, name+"-tls", name)
-	writeTLSSecretOn(t, b.Kube, ca, ns, name+"-tls", name)
-
-	claim := remoteClaim(ns, name, a.Config, 2)
-	spec := claim.Object["spec"].(map[string]any)
-	spec["compositionRef"] = map[string]any{"name": remoteSecuredComposition}
-	spec["tls"] = map[string]any{"secretName": name + "-tls"}
-	spec["metrics"] = map[string]any{"enabled": true}
-	spec["networkPolicy"] = map[string]any{"allowedNamespaces": map[string]any{"matchExpressions": []any{
-		map[string]any{"key": corev1.LabelMetadataName, "operator": "In", "values": []any{"web"}},
-	}}}
-	start := time.Now()
-	apply(t, claim)
-	waitAvailable(t, claimGVK, ns, name, 2)
-	t.Logf("claim %s/%s Available in %s after %.1fs", ns, name, a.Config, time.Since(start).Seconds())
-	inst := get(t, instanceGVK, ns, name)
-
-	creds := waitRemoteCredentials(t, a, ns, name, inst, "")
+	c := newSecuredRemote(t, "remote-secured", a, b)
+	ns, name, host, ca, inst, creds := c.ns, c.name, c.host, c.ca, c.inst, c.creds
 	t.Run("the remote Deployment mounts the remote auth Secret and the TLS copy", func(t *testing.T) {
 		d := remoteDeployment(t, a, ns, name)
 		mounted := secretVolumes(d)
@@ -287,60 +265,6 @@ func TestProviderAuthTLSNetworkPolicy(t *testing.T) {
 		}
 	})
 
-	t.Run("a TLS Secret renewed for another host is InvalidSpec and changes nothing", func(t *testing.T) {
-		before := remoteDeployment(t, a, ns, name)
-		active := data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix))
-		wrong, err := ca.Issue(pki.Request{CommonName: "cache.elsewhere.example.com", DNSNames: []string{"cache.elsewhere.example.com"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTLSPairOn(t, a.Kube, ns, name+"-tls", wrong, ca.CertPEM)
-		wantDetail := "tls.crt's certificate names cache.elsewhere.example.com, not " + host
-		waitInstance(t, ns, name, "InvalidSpec naming spec.forProvider.tls.secretName", func(i instance) error {
-			if err := refused("spec.forProvider.tls.secretName", wantDetail)(i); err != nil {
-				return err
-			}
-			return unavailable("InvalidSpec", "spec.forProvider.tls.secretName")(i)
-		})
-		m := waitMemcached(t, claimGVK, ns, name, "InvalidSpec naming the TLS Secret", func(m memcached) error {
-			if m.Available != "False" || m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "tls.secretName") || !strings.Contains(m.Message, wantDetail) {
-				return errors.Errorf("want Available=False/InvalidSpec naming tls.secretName and saying %q", wantDetail)
-			}
-			return nil
-		})
-		t.Logf("the claim says: %s", m.Message)
-		// Long enough for a poll and a function call to have changed something, were they to.
-		time.Sleep(25 * time.Second)
-		now := remoteDeployment(t, a, ns, name)
-		if now.UID != before.UID || now.Generation != before.Generation {
-			t.Errorf("the remote Deployment changed under a refused certificate: UID %s generation %d, was %s and %d", now.UID, now.Generation, before.UID, before.Generation)
-		}
-		if !maps.Equal(data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix)), active) {
-			t.Error("the TLS copy the pods mount changed under a refused certificate")
-		}
-		if got := data(getOn(t, a.Kube, secretGVK, ns, name+render.AuthSecretSuffix))["password"]; got != creds.password {
-			t.Error("the remote credentials changed under an invalid spec")
-		}
-		if cd := connectionDetails(t, ns, name+"-memcached"); cd["password"] != creds.password || cd["ca.crt"] != string(ca.CertPEM) {
-			t.Error("the claim's connection Secret lost its credentials or CA under an invalid spec")
-		}
-
-		// cert-manager renews it right: the pods roll to the new pair.
-		digest := before.Spec.Template.Annotations[render.AnnotationCertificate]
-		writeTLSSecretOn(t, a.Kube, ca, ns, name+"-tls", name)
-		waitAvailable(t, claimGVK, ns, name, 2)
-		waitOn(t, a.Kube, deploymentGVK, ns, name, "the pods roll to the renewed pair", func(u *unstructured.Unstructured) error {
-			got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", render.AnnotationCertificate)
-			if got == digest || got == "" {
-				return errors.Errorf("%s is still %q", render.AnnotationCertificate, got)
-			}
-			return nil
-		})
-		if got := data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix))[corev1.TLSCertKey]; got != data(getOn(t, a.Kube, secretGVK, ns, name+"-tls"))[corev1.TLSCertKey] {
-			t.Error("the TLS copy does not hold the renewed certificate")
-		}
-	})
-
 	t.Run("moved to another cluster, it gets new credentials there and the old cluster keeps nothing", func(t *testing.T) {
 		oldRef, _, _ := unstructured.NestedString(get(t, instanceGVK, ns, name).Object, "spec", "writeConnectionSecretToRef", "name")
 		start := time.Now()
@@ -410,6 +334,121 @@ func TestProviderAuthTLSNetworkPolicy(t *testing.T) {
 			waitGoneOn(t, b.Kube, gcTimeout, networkPolicyGVK, ns, n)
 		}
 		waitGoneOn(t, b.Kube, gcTimeout, gvk, ns, n)
+	}
+}
+
+// securedRemote is a claim composed by remoteSecuredComposition and placed in workload-a, with
+// TLS from a cert-manager-style Secret written in each of its workload clusters, Available with
+// its first credentials.
+type securedRemote struct {
+	ns, name, host string
+	ca             *pki.CA
+	inst           *unstructured.Unstructured
+	creds          credentials
+}
+
+// newSecuredRemote creates a team namespace with prefix in a and the others, a claim of two
+// replicas in a, and waits until it is Available and a's auth Secret holds its credentials.
+func newSecuredRemote(t *testing.T, prefix string, a *workloadCluster, others ...*workloadCluster) securedRemote {
+	t.Helper()
+	ns := team(t, prefix, append([]*workloadCluster{a}, others...)...)
+	const name = "sessions"
+	c := securedRemote{ns: ns, name: name, host: name + "." + ns + ".svc.cluster.local", ca: newCA(t)}
+	// cert-manager in each workload cluster writes the Certificate's Secret in the target
+	// namespace there; the claim names it.
+	for _, w := range append([]*workloadCluster{a}, others...) {
+		writeTLSSecretOn(t, w.Kube, c.ca, ns, name+"-tls", name)
+	}
+
+	claim := remoteClaim(ns, name, a.Config, 2)
+	spec := claim.Object["spec"].(map[string]any)
+	spec["compositionRef"] = map[string]any{"name": remoteSecuredComposition}
+	spec["tls"] = map[string]any{"secretName": name + "-tls"}
+	spec["metrics"] = map[string]any{"enabled": true}
+	spec["networkPolicy"] = map[string]any{"allowedNamespaces": map[string]any{"matchExpressions": []any{
+		map[string]any{"key": corev1.LabelMetadataName, "operator": "In", "values": []any{"web"}},
+	}}}
+	start := time.Now()
+	apply(t, claim)
+	waitAvailable(t, claimGVK, ns, name, 2)
+	t.Logf("claim %s/%s Available in %s after %.1fs", ns, name, a.Config, time.Since(start).Seconds())
+	c.inst = get(t, instanceGVK, ns, name)
+	c.creds = waitRemoteCredentials(t, a, ns, name, c.inst, "")
+	return c
+}
+
+// A TLS Secret in the workload cluster renewed with a pair for another host is InvalidSpec
+// naming spec.forProvider.tls.secretName on the Instance and tls.secretName on the claim, and
+// changes nothing that runs (the Deployment's generation, the active copy, the credentials,
+// the connection Secret) while a poll and a function call pass; a good renewal then rolls the
+// pods to it.
+func TestProviderRefusedCertificate(t *testing.T) {
+	requireRemoteSecuredComposition(t)
+	t.Parallel()
+	ctx := context.Background()
+	a, _ := workloads(t)
+	c := newSecuredRemote(t, "remote-renewed", a)
+	ns, name, host, ca, creds := c.ns, c.name, c.host, c.ca, c.creds
+
+	before := remoteDeployment(t, a, ns, name)
+	active := data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix))
+	wrong, err := ca.Issue(pki.Request{CommonName: "cache.elsewhere.example.com", DNSNames: []string{"cache.elsewhere.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTLSPairOn(t, a.Kube, ns, name+"-tls", wrong, ca.CertPEM)
+	wantDetail := "tls.crt's certificate names cache.elsewhere.example.com, not " + host
+	waitInstance(t, ns, name, "InvalidSpec naming spec.forProvider.tls.secretName", func(i instance) error {
+		if err := refused("spec.forProvider.tls.secretName", wantDetail)(i); err != nil {
+			return err
+		}
+		return unavailable("InvalidSpec", "spec.forProvider.tls.secretName")(i)
+	})
+	m := waitMemcached(t, claimGVK, ns, name, "InvalidSpec naming the TLS Secret", func(m memcached) error {
+		if m.Available != "False" || m.AvailableReason != "InvalidSpec" || !strings.Contains(m.Message, "tls.secretName") || !strings.Contains(m.Message, wantDetail) {
+			return errors.Errorf("want Available=False/InvalidSpec naming tls.secretName and saying %q", wantDetail)
+		}
+		return nil
+	})
+	t.Logf("the claim says: %s", m.Message)
+	// Long enough for a poll and a function call to have changed something, were they to.
+	time.Sleep(25 * time.Second)
+	now := remoteDeployment(t, a, ns, name)
+	if now.UID != before.UID || now.Generation != before.Generation {
+		t.Errorf("the remote Deployment changed under a refused certificate: UID %s generation %d, was %s and %d", now.UID, now.Generation, before.UID, before.Generation)
+	}
+	if !maps.Equal(data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix)), active) {
+		t.Error("the TLS copy the pods mount changed under a refused certificate")
+	}
+	if got := data(getOn(t, a.Kube, secretGVK, ns, name+render.AuthSecretSuffix))["password"]; got != creds.password {
+		t.Error("the remote credentials changed under an invalid spec")
+	}
+	if cd := connectionDetails(t, ns, name+"-memcached"); cd["password"] != creds.password || cd["ca.crt"] != string(ca.CertPEM) {
+		t.Error("the claim's connection Secret lost its credentials or CA under an invalid spec")
+	}
+
+	// cert-manager renews it right: the pods roll to the new pair.
+	digest := before.Spec.Template.Annotations[render.AnnotationCertificate]
+	writeTLSSecretOn(t, a.Kube, ca, ns, name+"-tls", name)
+	waitAvailable(t, claimGVK, ns, name, 2)
+	waitOn(t, a.Kube, deploymentGVK, ns, name, "the pods roll to the renewed pair", func(u *unstructured.Unstructured) error {
+		got, _, _ := unstructured.NestedString(u.Object, "spec", "template", "metadata", "annotations", render.AnnotationCertificate)
+		if got == digest || got == "" {
+			return errors.Errorf("%s is still %q", render.AnnotationCertificate, got)
+		}
+		return nil
+	})
+	if got := data(getOn(t, a.Kube, secretGVK, ns, name+render.TLSSecretSuffix))[corev1.TLSCertKey]; got != data(getOn(t, a.Kube, secretGVK, ns, name+"-tls"))[corev1.TLSCertKey] {
+		t.Error("the TLS copy does not hold the renewed certificate")
+	}
+
+	if err := env.Kube.Delete(ctx, claimGVK, ns, name); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, gcTimeout, claimGVK, ns, name)
+	waitGoneOn(t, a.Kube, gcTimeout, deploymentGVK, ns, name)
+	for _, n := range []string{name + render.AuthSecretSuffix, name + render.TLSSecretSuffix} {
+		waitGoneOn(t, a.Kube, gcTimeout, secretGVK, ns, n)
 	}
 }
 

@@ -25,15 +25,25 @@ import (
 // — credentials revoked, their Secret deleted, the cluster gone — and say so again as soon as
 // it can, each change announced by one event on the Instance.
 //
-// Not parallel: it stops a workload cluster's API server, which other scenarios use.
+// It stops a workload cluster's API server, so it runs on a cluster of its own, started for it
+// and stopped after it, and beside the other scenarios rather than before them.
 func TestProviderUnreachable(t *testing.T) {
+	workloads(t) // skips where the provider scenarios do not run
+	t.Parallel()
 	ctx := context.Background()
-	a, _ := workloads(t)
-	ns := team(t, "unreachable", a)
 	config := "flaky-" + suffix()
-	apply(t, kubeconfigSecret(crossplane.Namespace, config, a.Kubeconfig))
-	apply(t, clusterProviderConfig(config, config, nil))
-	t.Cleanup(func() { _ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config) })
+	a, err := startWorkload(ctx, config)
+	if err != nil {
+		t.Fatalf("cannot start a workload cluster of its own: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(ctx, clusterProviderConfigGVK, "", config)
+		_ = env.Kube.Delete(ctx, secretGVK, crossplane.Namespace, config)
+		if err := a.Stop(); err != nil {
+			t.Errorf("cannot stop workload cluster %s: %v", config, err)
+		}
+	})
+	ns := team(t, "unreachable", a)
 	const name = "sessions"
 	apply(t, remoteClaim(ns, name, config, 2))
 	waitAvailable(t, claimGVK, ns, name, 2)
@@ -108,6 +118,13 @@ func TestProviderUnreachable(t *testing.T) {
 			t.Errorf("availability events on the Instance: -want, +got:\n%s\nall events: %v", diff, events)
 		}
 	})
+
+	// Gone while its cluster still runs: the Instance's finalizer waits for what runs there.
+	if err := env.Kube.Delete(ctx, claimGVK, ns, name); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, gcTimeout, claimGVK, ns, name)
+	waitGoneOn(t, a.Kube, gcTimeout, deploymentGVK, ns, name)
 }
 
 // A change the provider just applied reads as what it is: a resize of a remote Memcached is

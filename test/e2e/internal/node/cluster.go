@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -220,9 +221,20 @@ func (n *Node) Name() string { return n.p.name }
 // Address is the node's InternalIP.
 func (n *Node) Address() string { return n.p.address }
 
-// Stop drains and stops every node, then undoes what the cluster did on the host (Down): the
-// network namespaces, the bridge, the cgroups, the mounts.
+// Stop drains and stops every node, then undoes what the cluster did on the host (Down).
 func (c *Cluster) Stop() error {
+	err := c.StopNodes()
+	if derr := c.Down(); derr != nil {
+		return errors.Join(err, derr)
+	}
+	return err
+}
+
+// StopNodes drains and stops every node, all at once, and leaves the cluster's network up.
+// What else listens on that network, the control plane and the registry, stops next, while
+// its address still exists: an API server whose address went first does not finish its
+// graceful shutdown, and is killed after its grace, ten seconds each.
+func (c *Cluster) StopNodes() error {
 	var errs []string
 	if err := keepPodLogs(c.logDir); err != nil {
 		errs = append(errs, err.Error())
@@ -235,14 +247,25 @@ func (c *Cluster) Stop() error {
 			cancel()
 		}
 	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, n := range c.Nodes {
-		errs = append(errs, n.stopProcesses()...)
+		wg.Go(func() {
+			e := n.stopProcesses()
+			mu.Lock()
+			errs = append(errs, e...)
+			mu.Unlock()
+		})
 	}
-	if err := Down(c.dir); err != nil {
-		errs = append(errs, err.Error())
-	}
+	wg.Wait()
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// Down undoes what the cluster did on the host: the network namespaces, the bridge, the
+// cgroups, the mounts. Call it after StopNodes and after what listens on the network stopped.
+func (c *Cluster) Down() error {
+	return Down(c.dir)
 }

@@ -445,13 +445,17 @@ func (e *Env) Stop() error {
 			if e.ControlPlane != nil && e.ControlPlane.ControllerManager != nil {
 				errs = append(errs, e.ControlPlane.ControllerManager.Stop())
 			}
-			errs = append(errs, e.Cluster.Stop())
+			errs = append(errs, e.Cluster.StopNodes())
 		}
 		if e.Registry != nil {
 			errs = append(errs, e.Registry.Stop())
 		}
 		if e.ControlPlane != nil {
 			errs = append(errs, e.ControlPlane.Stop())
+		}
+		if e.Cluster != nil {
+			// The network goes last: the API servers listen on it until they stop.
+			errs = append(errs, e.Cluster.Down())
 		}
 		for _, err := range errs {
 			if err != nil && e.stopErr == nil {
