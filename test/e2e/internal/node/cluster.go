@@ -221,15 +221,6 @@ func (n *Node) Name() string { return n.p.name }
 // Address is the node's InternalIP.
 func (n *Node) Address() string { return n.p.address }
 
-// Stop drains and stops every node, then undoes what the cluster did on the host (Down).
-func (c *Cluster) Stop() error {
-	err := c.StopNodes()
-	if derr := c.Down(); derr != nil {
-		return errors.Join(err, derr)
-	}
-	return err
-}
-
 // StopNodes drains and stops every node, all at once, and leaves the cluster's network up.
 // What else listens on that network, the control plane and the registry, stops next, while
 // its address still exists: an API server whose address went first does not finish its
