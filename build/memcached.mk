@@ -8,6 +8,12 @@
 
 MEMCACHED_PACKAGE := memcached=1.6.18-1+deb12u1
 
+# apt_get runs apt-get with arguments $(1), one at a time on this machine: .ci/run installs make
+# test's package and the node lane's side by side on a new machine, and a second apt-get fails
+# at once on the lock the first holds. build/node.mk uses it too.
+APT_LOCK := /var/lock/function-memcached-apt.lock
+apt_get = DEBIAN_FRONTEND=noninteractive flock $(APT_LOCK) apt-get $(1)
+
 ## memcached-package: install Debian's memcached at its pinned version, as root. Its service is
 # not started (policy-rc.d, when present, forbids it; the tests start their own memcached).
 # Without root it only says what is missing: outside CI the tests that need memcached skip,
@@ -21,4 +27,4 @@ memcached-package:
 		echo "memcached-package: the tests need $$pkg (have: $${have:-none}); install it as root with 'sudo make memcached-package'"; exit 0; \
 	fi; \
 	echo "memcached-package: installing $$pkg"; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$pkg"
+	$(call apt_get,update -qq) && $(call apt_get,install -y -qq --no-install-recommends "$$pkg")

@@ -58,7 +58,7 @@ node-packages:
 		echo "Run 'sudo make node-packages', or skip the lane with E2E_NODE=off."; exit 1; \
 	fi; \
 	echo "node-packages: installing$$missing"; \
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
+	$(call apt_get,update -qq) && $(call apt_get,install -y -qq --no-install-recommends $$missing)
 
 # The kubelet comes from the same pinned Kubernetes module as the control plane, with the same
 # version stamp. It is its own go build (its own link; the compiled packages are shared with

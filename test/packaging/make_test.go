@@ -50,6 +50,12 @@ func missing(t *testing.T, why string) {
 // running these tests does not leak its flags or jobserver into the child.
 func runMake(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runMakeEnv(t, nil, args...)
+}
+
+// runMakeEnv is runMake with env (KEY=value) added to the environment, last, so that it wins.
+func runMakeEnv(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", root}, args...)...)
 	for _, kv := range os.Environ() {
 		switch strings.SplitN(kv, "=", 2)[0] {
@@ -58,6 +64,7 @@ func runMake(t *testing.T, args ...string) (string, error) {
 		}
 		cmd.Env = append(cmd.Env, kv)
 	}
+	cmd.Env = append(cmd.Env, env...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()

@@ -14,9 +14,11 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -212,7 +214,9 @@ func (p *Provider) grant(ctx context.Context) error {
 			return err
 		}
 		if _, err := p.c.Typed.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
-			return err
+			// The RBAC manager renders no role before Crossplane lists the revision's CRDs
+			// in its status: say how far the revision got, for a failure's last line.
+			return errors.Wrap(err, p.revisionState(ctx))
 		}
 		b, err := p.c.Typed.RbacV1().ClusterRoleBindings().Get(ctx, role, metav1.GetOptions{})
 		if err != nil {
@@ -243,6 +247,28 @@ func (p *Provider) grant(ctx context.Context) error {
 	}
 	_, err = p.c.Apply(ctx, b)
 	return err
+}
+
+// revisionState says how far Crossplane got with the provider's revision: the objects it
+// established (the RBAC manager renders roles only for those) and its conditions.
+func (p *Provider) revisionState(ctx context.Context) string {
+	r, err := p.c.Resource(ProviderRevisionGVK, "")
+	if err != nil {
+		return err.Error()
+	}
+	rev, err := r.Get(ctx, p.Revision, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	refs, _, _ := unstructured.NestedSlice(rev.Object, "status", "objectRefs")
+	conds, _, _ := unstructured.NestedSlice(rev.Object, "status", "conditions")
+	var b strings.Builder
+	fmt.Fprintf(&b, "ProviderRevision %s (resourceVersion %s) lists %d objects", p.Revision, rev.GetResourceVersion(), len(refs))
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		fmt.Fprintf(&b, "; %v=%v %v %q", m["type"], m["status"], m["reason"], m["message"])
+	}
+	return b.String()
 }
 
 // runtimeHealthy does for the revision what a runtime controller does once the provider's
