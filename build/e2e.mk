@@ -115,14 +115,16 @@ define e2e_kill_leftovers
 	fi
 endef
 
-# Names, last, the scenarios a suite's run failed (from its go test output, tee'd to $(2)), so
-# that the end of a long log, which is what CI shows, says which they were: a failed run ends
-# with each component's last lines, and the kwok suite's with the whole lane after it.
+# Names, last, the scenarios a suite's run failed, or why the suite did not start (from its go
+# test output, tee'd to $(2)), so that the end of a long log, which is what CI shows, says what
+# failed: a failed run ends with each component's last lines, and the kwok suite's with the
+# whole lane after it.
 define e2e_failures
-	if grep -qE '^ *--- FAIL' $(2) 2>/dev/null; then \
-		echo "e2e: $(1) failed these scenarios (the full output: $(2)):"; grep -E '^ *--- FAIL' $(2); \
+	if grep -qE '$(e2e_failure_lines)' $(2) 2>/dev/null; then \
+		echo "e2e: $(1) failed (the full output: $(2)):"; grep -E '$(e2e_failure_lines)' $(2); \
 	fi
 endef
+e2e_failure_lines := ^ *--- FAIL|^e2e: the suite did not start
 
 ## e2e-prerequisites: every tool make e2e needs (its lanes' too, as E2E_NODE and E2E_CLUSTER
 # say). make e2e builds them all before its first suite, so that `make -j2 test e2e` (.ci/run)

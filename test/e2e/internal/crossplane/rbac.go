@@ -58,7 +58,8 @@ func RunRBACManager(ctx context.Context, o RBACOptions, timeout time.Duration, d
 			continue
 		}
 		if !strings.Contains(p.Tail(20), "address already in use") {
-			return errors.Wrapf(err, "Crossplane's RBAC manager did not grant what is needed (%d starts); last lines of %s:\n%s", attempt, p.LogPath(), p.Tail(20))
+			// The cause first, the log after: a failure's first line says what is missing.
+			return errors.Errorf("Crossplane's RBAC manager did not grant what is needed (%d starts): %v; last lines of %s:\n%s", attempt, err, p.LogPath(), p.Tail(20))
 		}
 		select {
 		case <-ctx.Done():

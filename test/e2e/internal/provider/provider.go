@@ -105,6 +105,8 @@ type Provider struct {
 	// MetricsURL is its Prometheus endpoint.
 	MetricsURL string
 	entry      []string
+	// repaired is when the suite last cleared Crossplane's package cache for the revision.
+	repaired time.Time
 }
 
 // Install installs the provider from its package and starts it, returning once its metrics
@@ -215,7 +217,19 @@ func (p *Provider) grant(ctx context.Context) error {
 		}
 		if _, err := p.c.Typed.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
 			// The RBAC manager renders no role before Crossplane lists the revision's CRDs
-			// in its status: say how far the revision got, for a failure's last line.
+			// in its status; a revision that lists none for a lost package cache is repaired
+			// (at most every ten seconds: Crossplane pulls the package again meanwhile).
+			if time.Since(p.repaired) > 10*time.Second {
+				note, rerr := crossplane.RepairEmptyRevision(ctx, p.c, ProviderRevisionGVK, p.Revision, crossplane.PackageCacheDir(p.opts.WorkDir))
+				if rerr != nil {
+					return rerr
+				}
+				if note != "" {
+					p.repaired = time.Now()
+					fmt.Fprintln(os.Stdout, "e2e: "+note)
+				}
+			}
+			// Say how far the revision got, for a failure's last line.
 			return errors.Wrap(err, p.revisionState(ctx))
 		}
 		b, err := p.c.Typed.RbacV1().ClusterRoleBindings().Get(ctx, role, metav1.GetOptions{})
