@@ -280,7 +280,10 @@ func (p *Provider) revisionState(ctx context.Context) string {
 	fmt.Fprintf(&b, "ProviderRevision %s (resourceVersion %s) lists %d objects", p.Revision, rev.GetResourceVersion(), len(refs))
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
-		fmt.Fprintf(&b, "; %v=%v %v %q", m["type"], m["status"], m["reason"], m["message"])
+		fmt.Fprintf(&b, "; %v=%v %v", m["type"], m["status"], m["reason"])
+		if msg, _ := m["message"].(string); msg != "" {
+			fmt.Fprintf(&b, " %q", msg)
+		}
 	}
 	return b.String()
 }
