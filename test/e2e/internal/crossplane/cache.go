@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -37,27 +35,59 @@ const annotationCacheCleared = "e2e.example.com/package-cache-cleared"
 // RevisionHealthy=True and lists no objects, and Crossplane never reads the package again: the
 // RBAC manager renders no role for it and its CRDs never appear. A restart keeps the cache.
 //
-// When the revision of kind gvk named name is in that state, RepairEmptyRevision removes every
-// cached package in cacheDir and annotates the revision, so that Crossplane reconciles it, pulls
-// the package again and establishes its objects. It returns what it found and did, for the
-// suite's output, or "" when the revision needed nothing. Only a revision whose package holds
-// objects (a provider's always does) may be passed.
-func RepairEmptyRevision(ctx context.Context, c *kube.Client, gvk schema.GroupVersionKind, name, cacheDir string) (string, error) {
-	r, err := c.Resource(gvk, "")
+// When rev, a package revision as read from the API server, is in that state,
+// RepairEmptyRevision removes every cached package in cacheDir and annotates the revision, so
+// that Crossplane reconciles it, pulls the package again and establishes its objects. It
+// returns what it found and did, for the suite's output, or "" when the revision needed
+// nothing. Only a revision whose package holds objects (a provider's always does) may be
+// passed.
+func RepairEmptyRevision(ctx context.Context, c *kube.Client, rev *unstructured.Unstructured, cacheDir string) (string, error) {
+	if !emptyRevision(rev) {
+		return "", nil
+	}
+	held, err := clearPackageCache(cacheDir)
 	if err != nil {
 		return "", err
 	}
-	rev, err := r.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", errors.Wrapf(err, "cannot get %s %s", gvk.Kind, name)
+	gvk := rev.GroupVersionKind()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotationCacheCleared, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := c.MergePatch(ctx, gvk, "", rev.GetName(), patch); err != nil {
+		return "", errors.Wrapf(err, "cannot annotate %s %s", gvk.Kind, rev.GetName())
 	}
+	return fmt.Sprintf("Crossplane reports %s %s healthy with no objects; its package cache held %s; "+
+		"cleared the cache and asked Crossplane to reconcile the revision again (docs/e2e.md)",
+		gvk.Kind, rev.GetName(), held), nil
+}
+
+// emptyRevision reports whether Crossplane calls rev healthy while it lists no objects.
+func emptyRevision(rev *unstructured.Unstructured) bool {
 	refs, _, _ := unstructured.NestedSlice(rev.Object, "status", "objectRefs")
-	if s, _, _, _ := kube.Condition(rev, "RevisionHealthy"); s != "True" || len(refs) > 0 {
-		return "", nil
+	s, _, _, _ := kube.Condition(rev, "RevisionHealthy")
+	return s == "True" && len(refs) == 0
+}
+
+// RevisionState says how far Crossplane got with a package revision: how many objects it
+// lists (the RBAC manager renders roles only for those) and its conditions.
+func RevisionState(rev *unstructured.Unstructured) string {
+	refs, _, _ := unstructured.NestedSlice(rev.Object, "status", "objectRefs")
+	conds, _, _ := unstructured.NestedSlice(rev.Object, "status", "conditions")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s (resourceVersion %s) lists %d objects", rev.GetKind(), rev.GetName(), rev.GetResourceVersion(), len(refs))
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		fmt.Fprintf(&b, "; %v=%v %v", m["type"], m["status"], m["reason"])
+		if msg, _ := m["message"].(string); msg != "" {
+			fmt.Fprintf(&b, " %q", msg)
+		}
 	}
-	files, err := filepath.Glob(filepath.Join(cacheDir, "*"))
+	return b.String()
+}
+
+// clearPackageCache removes every cached package in dir, and says what each held.
+func clearPackageCache(dir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot list %s", cacheDir)
+		return "", errors.Wrapf(err, "cannot list %s", dir)
 	}
 	held := make([]string, 0, len(files))
 	for _, f := range files {
@@ -66,13 +96,7 @@ func RepairEmptyRevision(ctx context.Context, c *kube.Client, gvk schema.GroupVe
 			return "", errors.Wrapf(err, "cannot remove %s", f)
 		}
 	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, annotationCacheCleared, time.Now().UTC().Format(time.RFC3339Nano))
-	if _, err := c.MergePatch(ctx, gvk, "", name, patch); err != nil {
-		return "", errors.Wrapf(err, "cannot annotate %s %s", gvk.Kind, name)
-	}
-	return fmt.Sprintf("Crossplane reports %s %s healthy with no objects; its package cache held %s; "+
-		"cleared the cache and asked Crossplane to reconcile the revision again (docs/e2e.md)",
-		gvk.Kind, name, strings.Join(held, ", ")), nil
+	return strings.Join(held, ", "), nil
 }
 
 // cachedDocuments says how many YAML document separators a cached package (gzipped YAML) holds:

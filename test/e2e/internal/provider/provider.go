@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -219,8 +218,12 @@ func (p *Provider) grant(ctx context.Context) error {
 			// The RBAC manager renders no role before Crossplane lists the revision's CRDs
 			// in its status; a revision that lists none for a lost package cache is repaired
 			// (at most every ten seconds: Crossplane pulls the package again meanwhile).
+			rev, gerr := p.c.Get(ctx, ProviderRevisionGVK, "", p.Revision)
+			if gerr != nil {
+				return gerr
+			}
 			if time.Since(p.repaired) > 10*time.Second {
-				note, rerr := crossplane.RepairEmptyRevision(ctx, p.c, ProviderRevisionGVK, p.Revision, crossplane.PackageCacheDir(p.opts.WorkDir))
+				note, rerr := crossplane.RepairEmptyRevision(ctx, p.c, rev, crossplane.PackageCacheDir(p.opts.WorkDir))
 				if rerr != nil {
 					return rerr
 				}
@@ -230,7 +233,7 @@ func (p *Provider) grant(ctx context.Context) error {
 				}
 			}
 			// Say how far the revision got, for a failure's last line.
-			return errors.Wrap(err, p.revisionState(ctx))
+			return errors.Wrap(err, crossplane.RevisionState(rev))
 		}
 		b, err := p.c.Typed.RbacV1().ClusterRoleBindings().Get(ctx, role, metav1.GetOptions{})
 		if err != nil {
@@ -261,31 +264,6 @@ func (p *Provider) grant(ctx context.Context) error {
 	}
 	_, err = p.c.Apply(ctx, b)
 	return err
-}
-
-// revisionState says how far Crossplane got with the provider's revision: the objects it
-// established (the RBAC manager renders roles only for those) and its conditions.
-func (p *Provider) revisionState(ctx context.Context) string {
-	r, err := p.c.Resource(ProviderRevisionGVK, "")
-	if err != nil {
-		return err.Error()
-	}
-	rev, err := r.Get(ctx, p.Revision, metav1.GetOptions{})
-	if err != nil {
-		return err.Error()
-	}
-	refs, _, _ := unstructured.NestedSlice(rev.Object, "status", "objectRefs")
-	conds, _, _ := unstructured.NestedSlice(rev.Object, "status", "conditions")
-	var b strings.Builder
-	fmt.Fprintf(&b, "ProviderRevision %s (resourceVersion %s) lists %d objects", p.Revision, rev.GetResourceVersion(), len(refs))
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		fmt.Fprintf(&b, "; %v=%v %v", m["type"], m["status"], m["reason"])
-		if msg, _ := m["message"].(string); msg != "" {
-			fmt.Fprintf(&b, " %q", msg)
-		}
-	}
-	return b.String()
 }
 
 // runtimeHealthy does for the revision what a runtime controller does once the provider's
