@@ -57,16 +57,23 @@ func runMake(t *testing.T, args ...string) (string, error) {
 func runMakeEnv(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "-C", root}, args...)...)
+	cmd.Env = makeEnv(env)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// makeEnv is this process's environment without the parent make's variables, with env
+// (KEY=value) added last, so that it wins.
+func makeEnv(env []string) []string {
+	var out []string
 	for _, kv := range os.Environ() {
 		switch strings.SplitN(kv, "=", 2)[0] {
 		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
 			continue
 		}
-		cmd.Env = append(cmd.Env, kv)
+		out = append(out, kv)
 	}
-	cmd.Env = append(cmd.Env, env...)
-	out := &bytes.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
-	return out.String(), err
+	return append(out, env...)
 }

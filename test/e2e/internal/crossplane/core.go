@@ -94,7 +94,7 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 		"--package-runtime=External",
 		"--enable-webhooks=false",
 		"--tls-client-certs-dir=" + o.ClientCertsDir,
-		"--xpkg-cache-dir=" + PackageCacheDir(o.WorkDir),
+		"--xpkg-cache-dir=" + filepath.Join(o.WorkDir, "xpkg-cache"),
 		// Used only with --enable-function-response-cache (E2E_CROSSPLANE_ARGS); its default,
 		// /cache/xfn, would be on the host.
 		"--xfn-cache-dir=" + filepath.Join(o.WorkDir, "xfn-cache"),
@@ -107,8 +107,8 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 		args = append([]string{"--debug"}, args...)
 	}
 	args = append(args, o.Args...)
-	for _, d := range []string{PackageCacheDir(o.WorkDir), filepath.Join(o.WorkDir, "xfn-cache")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	for _, d := range []string{"xpkg-cache", "xfn-cache"} {
+		if err := os.MkdirAll(filepath.Join(o.WorkDir, d), 0o755); err != nil {
 			return nil, errors.Wrapf(err, "cannot create %s", d)
 		}
 	}

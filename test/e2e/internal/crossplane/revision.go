@@ -3,6 +3,7 @@ package crossplane
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -174,4 +175,21 @@ func revisions(ctx context.Context, c *kube.Client, function string) (dynamic.Re
 		return nil, nil, errors.Errorf("no FunctionRevision of %s yet", function)
 	}
 	return r, revs.Items, nil
+}
+
+// RevisionState says how far Crossplane got with a package revision: how many objects it
+// lists (the RBAC manager renders roles only for those) and its conditions.
+func RevisionState(rev *unstructured.Unstructured) string {
+	refs, _, _ := unstructured.NestedSlice(rev.Object, "status", "objectRefs")
+	conds, _, _ := unstructured.NestedSlice(rev.Object, "status", "conditions")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s (resourceVersion %s) lists %d objects", rev.GetKind(), rev.GetName(), rev.GetResourceVersion(), len(refs))
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		fmt.Fprintf(&b, "; %v=%v %v", m["type"], m["status"], m["reason"])
+		if msg, _ := m["message"].(string); msg != "" {
+			fmt.Fprintf(&b, " %q", msg)
+		}
+	}
+	return b.String()
 }

@@ -13,13 +13,19 @@
 package provider
 
 import (
+	"archive/tar"
+	"bufio"
 	"context"
-	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,9 +35,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -104,8 +112,6 @@ type Provider struct {
 	// MetricsURL is its Prometheus endpoint.
 	MetricsURL string
 	entry      []string
-	// repaired is when the suite last cleared Crossplane's package cache for the revision.
-	repaired time.Time
 }
 
 // Install installs the provider from its package and starts it, returning once its metrics
@@ -126,8 +132,58 @@ func (p *Provider) push(ctx context.Context) (err error) {
 	if _, err := os.Stat(p.opts.XPKG); err != nil {
 		return errors.Wrap(err, "cannot find the provider's package: run make provider-xpkg")
 	}
+	// A package without its CRDs installs "healthy" and grants nothing: say so now, not
+	// after the install's timeout.
+	crds, err := packagedCRDs(p.opts.XPKG)
+	if err != nil {
+		return err
+	}
+	if want := slices.Sorted(slices.Values(CRDs)); !slices.Equal(crds, want) {
+		return errors.Errorf("the provider's package %s holds the CRDs %v, not %v: rebuild it with make provider-xpkg", p.opts.XPKG, crds, want)
+	}
 	p.Package, err = p.opts.Registry.Push(ctx, p.opts.XPKG, "example/"+Name, "e2e")
 	return err
+}
+
+// packagedCRDs reads the names of the CRDs in an xpkg file's package.yaml, sorted, as
+// Crossplane reads the package.
+func packagedCRDs(xpkgFile string) ([]string, error) {
+	img, err := tarball.ImageFromPath(xpkgFile, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read package %s", xpkgFile)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close() //nolint:errcheck // Only read.
+	t := tar.NewReader(rc)
+	for {
+		h, err := t.Next()
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot find package.yaml in %s", xpkgFile)
+		}
+		if path.Base(h.Name) == "package.yaml" {
+			break
+		}
+	}
+	r := kyaml.NewYAMLReader(bufio.NewReader(t))
+	var crds []string
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot read the package.yaml of %s", xpkgFile)
+		}
+		var o metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(doc, &o); err != nil {
+			return nil, errors.Wrapf(err, "cannot parse the package.yaml of %s", xpkgFile)
+		}
+		if o.GroupVersionKind() == crdGVK {
+			crds = append(crds, o.Name)
+		}
+	}
+	slices.Sort(crds)
+	return crds, nil
 }
 
 func (p *Provider) apply(ctx context.Context) error {
@@ -216,23 +272,11 @@ func (p *Provider) grant(ctx context.Context) error {
 		}
 		if _, err := p.c.Typed.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
 			// The RBAC manager renders no role before Crossplane lists the revision's CRDs
-			// in its status; a revision that lists none for a lost package cache is repaired
-			// (at most every ten seconds: Crossplane pulls the package again meanwhile).
+			// in its status: say how far the revision got, for a failure's last line.
 			rev, gerr := p.c.Get(ctx, ProviderRevisionGVK, "", p.Revision)
 			if gerr != nil {
 				return gerr
 			}
-			if time.Since(p.repaired) > 10*time.Second {
-				note, rerr := crossplane.RepairEmptyRevision(ctx, p.c, rev, crossplane.PackageCacheDir(p.opts.WorkDir))
-				if rerr != nil {
-					return rerr
-				}
-				if note != "" {
-					p.repaired = time.Now()
-					fmt.Fprintln(os.Stdout, "e2e: "+note)
-				}
-			}
-			// Say how far the revision got, for a failure's last line.
 			return errors.Wrap(err, crossplane.RevisionState(rev))
 		}
 		b, err := p.c.Typed.RbacV1().ClusterRoleBindings().Get(ctx, role, metav1.GetOptions{})
