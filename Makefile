@@ -62,23 +62,24 @@ $(BIN)/angryjet: tools/angryjet/go.mod tools/angryjet/go.sum | $(BIN)
 GENERATED_DIRS := package/input package-provider/crds
 .PHONY: generate
 generate: $(BIN)/controller-gen $(BIN)/angryjet
-	@scratch=$$(mktemp -d); trap 'rm -rf $$scratch' EXIT; \
-	cp go.mod go.sum $$scratch/ && cp -R apis input $$scratch/ && mkdir -p $$scratch/example/namespaced && \
-	( cd $$scratch && \
-	  $(BIN)/controller-gen object paths=./apis/... paths=./input/... && \
-	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./input/... output:crd:artifacts:config=package/input && \
-	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/memcached/... output:crd:artifacts:config=package-provider/crds && \
-	  $(BIN)/angryjet generate-methodsets ./apis/memcached/... && \
-	  $(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/cache/... output:crd:artifacts:config=xrd-crd ) && \
+	@set -e; scratch=$$(mktemp -d); trap 'rm -rf $$scratch' EXIT; \
+	cp go.mod go.sum $$scratch/; cp -R apis input $$scratch/; mkdir -p $$scratch/example/namespaced; \
+	cd $$scratch; \
+	$(BIN)/controller-gen object paths=./apis/... paths=./input/...; \
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./input/... output:crd:artifacts:config=package/input; \
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/memcached/... output:crd:artifacts:config=package-provider/crds; \
+	$(BIN)/angryjet generate-methodsets ./apis/memcached/...; \
+	$(BIN)/controller-gen crd:crdVersions=v1 paths=./apis/cache/... output:crd:artifacts:config=xrd-crd; \
+	generated=$$({ find apis input -name 'zz_generated*.go'; find $(GENERATED_DIRS) -name '*.yaml'; } | LC_ALL=C sort); \
+	cd $(CURDIR); \
 	$(GO) run -trimpath ./cmd/xrd-gen --crd=$$scratch/xrd-crd/cache.example.com_xmemcacheds.yaml \
-		--legacy=$$scratch/example/definition.yaml --namespaced=$$scratch/example/namespaced/definition.yaml && \
-	for f in $$(cd $$scratch && { find apis input -name 'zz_generated*.go'; find $(GENERATED_DIRS) -name '*.yaml'; \
-		echo example/definition.yaml example/namespaced/definition.yaml; } | LC_ALL=C sort); do \
-		cmp -s $$scratch/$$f $$f && continue; \
-		mkdir -p $$(dirname $$f) && cp $$scratch/$$f $$f.generating && mv $$f.generating $$f && echo "generated $$f" || exit 1; \
+		--legacy=$$scratch/example/definition.yaml --namespaced=$$scratch/example/namespaced/definition.yaml; \
+	for f in $$generated example/definition.yaml example/namespaced/definition.yaml; do \
+		if ! cmp -s $$scratch/$$f $$f; then \
+			mkdir -p $$(dirname $$f); cp $$scratch/$$f $$f.generating; mv $$f.generating $$f; echo "generated $$f"; fi; \
 	done; \
 	for f in $$(find $(GENERATED_DIRS) -name '*.yaml' | LC_ALL=C sort); do \
-		[ -e $$scratch/$$f ] || { rm -f $$f && echo "removed $$f"; }; \
+		if [ ! -e $$scratch/$$f ]; then rm $$f; echo "removed $$f"; fi; \
 	done
 
 ## check-generate: fail when any generated file is stale (and leave them regenerated).
@@ -135,7 +136,7 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 ## each tool's), all at once. Building downloads what it needs too, but one module after
 ## another between compiles; .ci/run starts this in the background first, so that on a new
 ## machine the downloads overlap the first builds (docs/performance.md, the CI rows).
-MODULE_DIRS := $(dir $(shell git ls-files '*go.mod'))
+MODULE_DIRS := $(dir $(shell git ls-files '*go.mod' 2>/dev/null))
 .PHONY: modules
 modules:
 	@printf '%s\n' $(MODULE_DIRS) | xargs -P $(words $(MODULE_DIRS)) -I{} $(GO) -C {} mod download

@@ -37,6 +37,8 @@ func TestGenerate(t *testing.T) {
 		reason string
 		edit   func(t *testing.T, dir string)
 		want   []string
+		// wantErr: make generate fails, and the tree is left as the edit left it.
+		wantErr bool
 	}{
 		"UpToDate": {
 			reason: "A tree that is up to date is not touched: nothing to review, and a build reading it meanwhile sees every file whole.",
@@ -55,10 +57,18 @@ func TestGenerate(t *testing.T) {
 			},
 			want: []string{
 				"generated apis/memcached/v1alpha1/zz_generated.deepcopy.go",
-				"generated example/namespaced/definition.yaml",
 				"generated " + providerCRDs + "/memcached.example.com_instances.yaml",
+				"generated example/namespaced/definition.yaml",
 				"removed " + providerCRDs + "/memcached.example.com_gones.yaml",
 			},
+		},
+		"GeneratorFails": {
+			reason: "When a generator fails (types that do not compile), make generate fails and changes nothing: no CRD is removed for want of a new one.",
+			edit: func(t *testing.T, dir string) {
+				t.Helper()
+				appendTo(t, filepath.Join(dir, "apis/memcached/v1alpha1/instance_types.go"), "func broken( {\n")
+			},
+			wantErr: true,
 		},
 	}
 	for name, tc := range cases {
@@ -103,8 +113,12 @@ func TestGenerate(t *testing.T) {
 			err := cmd.Run()
 			close(stop)
 			<-watched
-			if err != nil {
-				t.Fatalf("make generate: %v\n%s%s", err, stdout, stderr)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nmake generate: error %v, want error %t\n%s%s", tc.reason, err, tc.wantErr, stdout, stderr)
+			}
+			want := fresh
+			if tc.wantErr {
+				want = before
 			}
 
 			var got []string
@@ -117,8 +131,8 @@ func TestGenerate(t *testing.T) {
 				t.Errorf("%s\nmake generate's output: -want, +got:\n%s", tc.reason, diff)
 			}
 			after := snapshot(t, dir)
-			if diff := cmp.Diff(contents(fresh), contents(after)); diff != "" {
-				t.Errorf("%s\nthe tree after make generate: -fresh clone, +got:\n%s", tc.reason, diff)
+			if diff := cmp.Diff(contents(want), contents(after)); diff != "" {
+				t.Errorf("%s\nthe tree after make generate: -want, +got:\n%s", tc.reason, diff)
 			}
 			named := map[string]bool{}
 			for _, l := range got {
