@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,32 +70,24 @@ func TestGenerate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := copyRepository(t)
 			fresh := snapshot(t, dir)
-			crds := 0
-			for p := range fresh {
-				if filepath.Dir(p) == providerCRDs {
-					crds++
-				}
-			}
+			crds := countYAML(filepath.Join(dir, providerCRDs))
 			if tc.edit != nil {
 				tc.edit(t, dir)
 			}
 			before := snapshot(t, dir)
 
 			// Count the provider's CRDs as a package build beside make would see them.
-			fewest := atomic.Int64{}
-			fewest.Store(int64(crds))
-			stop, watched := make(chan struct{}), make(chan struct{})
+			stop, fewest := make(chan struct{}), make(chan int)
 			go func() {
-				defer close(watched)
+				least := crds
 				for {
 					select {
 					case <-stop:
+						fewest <- least
 						return
 					default:
 					}
-					if n := int64(countYAML(filepath.Join(dir, providerCRDs))); n < fewest.Load() {
-						fewest.Store(n)
-					}
+					least = min(least, countYAML(filepath.Join(dir, providerCRDs)))
 					time.Sleep(time.Millisecond)
 				}
 			}()
@@ -108,7 +99,7 @@ func TestGenerate(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = stdout, stderr
 			err := cmd.Run()
 			close(stop)
-			<-watched
+			least := <-fewest
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("%s\nmake generate: error %v, want error %t\n%s%s", tc.reason, err, tc.wantErr, stdout, stderr)
 			}
@@ -139,8 +130,8 @@ func TestGenerate(t *testing.T) {
 					t.Errorf("%s\nmake generate rewrote %s, which it does not name", tc.reason, p)
 				}
 			}
-			if n := fewest.Load(); n < int64(crds) {
-				t.Errorf("%s\nwhile make generate ran, %s held %d CRDs at one point; the provider has %d", tc.reason, providerCRDs, n, crds)
+			if least < crds {
+				t.Errorf("%s\nwhile make generate ran, %s held %d CRDs at one point; the provider has %d", tc.reason, providerCRDs, least, crds)
 			}
 		})
 	}

@@ -13,19 +13,13 @@
 package provider
 
 import (
-	"archive/tar"
-	"bufio"
 	"context"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,11 +29,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -145,41 +137,20 @@ func (p *Provider) push(ctx context.Context) (err error) {
 	return err
 }
 
-// packagedCRDs reads the names of the CRDs in an xpkg file's package.yaml, sorted, as
-// Crossplane reads the package.
+// packagedCRDs reads the names of the CRDs in an xpkg file's package.yaml, sorted.
 func packagedCRDs(xpkgFile string) ([]string, error) {
-	img, err := tarball.ImageFromPath(xpkgFile, nil)
+	b, err := registry.PackageYAML(xpkgFile)
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot read package %s", xpkgFile)
+		return nil, err
 	}
-	rc := mutate.Extract(img)
-	defer rc.Close() //nolint:errcheck // Only read.
-	t := tar.NewReader(rc)
-	for {
-		h, err := t.Next()
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot find package.yaml in %s", xpkgFile)
-		}
-		if path.Base(h.Name) == "package.yaml" {
-			break
-		}
+	objs, err := kube.DecodeObjects(b)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot parse the package.yaml of %s", xpkgFile)
 	}
-	r := kyaml.NewYAMLReader(bufio.NewReader(t))
 	var crds []string
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read the package.yaml of %s", xpkgFile)
-		}
-		var o metav1.PartialObjectMetadata
-		if err := yaml.Unmarshal(doc, &o); err != nil {
-			return nil, errors.Wrapf(err, "cannot parse the package.yaml of %s", xpkgFile)
-		}
+	for _, o := range objs {
 		if o.GroupVersionKind() == crdGVK {
-			crds = append(crds, o.Name)
+			crds = append(crds, o.GetName())
 		}
 	}
 	slices.Sort(crds)

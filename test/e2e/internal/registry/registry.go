@@ -126,7 +126,38 @@ func ExtractEntrypoint(xpkg, dst string) ([]string, error) {
 	return entry[1:], nil
 }
 
+// PackageYAML reads the package.yaml of an xpkg file: the objects Crossplane installs from it.
+func PackageYAML(xpkg string) ([]byte, error) {
+	img, err := tarball.ImageFromPath(xpkg, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read package %s", xpkg)
+	}
+	var b []byte
+	err = withFile(img, "package.yaml", func(r io.Reader) error {
+		b, err = io.ReadAll(r)
+		return err
+	})
+	return b, errors.Wrapf(err, "cannot read the package.yaml of %s", xpkg)
+}
+
+// extractFile writes the regular file file of img's filesystem to dst, executable.
 func extractFile(img v1.Image, file, dst string) error {
+	return withFile(img, file, func(r io.Reader) error {
+		f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755) //nolint:gosec // An executable, on purpose.
+		if err != nil {
+			return errors.Wrapf(err, "cannot create %s", dst)
+		}
+		if _, err := io.Copy(f, r); err != nil { //nolint:gosec // Our own package.
+			_ = f.Close()
+			return errors.Wrapf(err, "cannot extract %s", file)
+		}
+		return errors.Wrapf(f.Close(), "cannot write %s", dst)
+	})
+}
+
+// withFile calls read with the content of the regular file file of img's flattened
+// filesystem.
+func withFile(img v1.Image, file string, read func(io.Reader) error) error {
 	rc := mutate.Extract(img)
 	defer rc.Close() //nolint:errcheck // Read-only.
 	want := strings.TrimPrefix(path.Clean(file), "/")
@@ -134,22 +165,13 @@ func extractFile(img v1.Image, file, dst string) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return errors.Errorf("the package's runtime image has no file %s", file)
+			return errors.Errorf("the package's image has no file %s", file)
 		}
 		if err != nil {
-			return errors.Wrap(err, "cannot read the package's runtime image")
+			return errors.Wrap(err, "cannot read the package's image")
 		}
-		if strings.TrimPrefix(path.Clean(h.Name), "/") != want || h.Typeflag != tar.TypeReg {
-			continue
+		if strings.TrimPrefix(path.Clean(h.Name), "/") == want && h.Typeflag == tar.TypeReg {
+			return read(tr)
 		}
-		f, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755) //nolint:gosec // An executable, on purpose.
-		if err != nil {
-			return errors.Wrapf(err, "cannot create %s", dst)
-		}
-		if _, err := io.Copy(f, tr); err != nil { //nolint:gosec // Our own package.
-			_ = f.Close()
-			return errors.Wrapf(err, "cannot extract %s", file)
-		}
-		return errors.Wrapf(f.Close(), "cannot write %s", dst)
 	}
 }
