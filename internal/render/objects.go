@@ -48,7 +48,8 @@ const (
 // moment a container starts, which can be before memcached or the exporter listens: that probe
 // fails, records an Unhealthy warning on the pod and, at a 10 s period, keeps a healthy replica
 // out of its Service for 10 s. The first probe waits a second instead (memcached listens within
-// milliseconds) and a 2 s period bounds the wait for a replica's readiness and, with three
+// milliseconds, on a node short of CPU sometimes later: then one probe fails and costs one
+// period) and a 2 s period bounds the wait for a replica's readiness and, with three
 // failures, for a wedged one to leave its Service.
 const (
 	// ReadinessDelaySeconds is how long after a container starts its first readiness probe runs.

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 // clientKeys is how many keys the client stores and reads back through a size-3 claim.
@@ -85,10 +86,12 @@ func TestNodeClaimServesClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, e := range events.Items {
-				if e.Reason == "Unhealthy" || e.Reason == "BackOff" {
-					t.Errorf("pod %s: event %s: %s", p.Name, e.Reason, e.Message)
-				}
+			trouble, starting := kube.PodTrouble(p, events.Items)
+			for _, e := range trouble {
+				t.Errorf("pod %s: event %s", p.Name, e)
+			}
+			for _, e := range starting {
+				t.Logf("pod %s: before it was first Ready: %s", p.Name, e)
 			}
 		}
 	})
