@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 const (
@@ -85,5 +88,29 @@ func TestPackagedCRDs(t *testing.T) {
 				t.Errorf("%s\npackagedCRDs(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// CRDs is kept by hand beside the types that generate package-provider/crds: the suite waits
+// for those names and refuses a package without them, so a kind added to or removed from
+// apis/memcached must fail here, in make test, not in an install that times out.
+func TestCRDsAreTheGeneratedOnes(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "package-provider", "crds", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated []string
+	for _, f := range files {
+		objs, err := kube.ReadObjects(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			generated = append(generated, o.GetName())
+		}
+	}
+	slices.Sort(generated)
+	if diff := cmp.Diff(generated, slices.Sorted(slices.Values(CRDs))); diff != "" {
+		t.Errorf("provider.CRDs is not the CRDs make generate writes to package-provider/crds: -generated, +CRDs:\n%s", diff)
 	}
 }

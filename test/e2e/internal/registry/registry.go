@@ -133,9 +133,9 @@ func PackageYAML(xpkg string) ([]byte, error) {
 		return nil, errors.Wrapf(err, "cannot read package %s", xpkg)
 	}
 	var b []byte
-	err = withFile(img, "package.yaml", func(r io.Reader) error {
-		b, err = io.ReadAll(r)
-		return err
+	err = withFile(img, "package.yaml", func(r io.Reader) (rerr error) {
+		b, rerr = io.ReadAll(r)
+		return rerr
 	})
 	return b, errors.Wrapf(err, "cannot read the package.yaml of %s", xpkg)
 }
