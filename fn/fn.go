@@ -75,7 +75,8 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 //
 // So a Memcached is looked at again after ChangingTTL while it is changing or unavailable,
 // and while Crossplane says it drops the XR's watch events (the XR's Responsive condition,
-// False while the breaker is open). A settled one, whose every change Crossplane hears of,
+// False while the breaker is open). That costs nothing when many are created at once: events
+// put each XR back in Crossplane's queue long before (docs/performance.md, where a claim waits). A settled one, whose every change Crossplane hears of,
 // after SettledTTL: each call of a settled XR applies every composed resource and its
 // status, and at a minute 1,000 idle claims kept half a core of the API server busy
 // (docs/performance.md, the scale runs). One placed in another cluster after ResponseTTL:

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,10 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/test/e2e/internal/audit"
+	"github.com/example/function-memcached/test/e2e/internal/crossplane"
+	"github.com/example/function-memcached/test/e2e/internal/journey"
 	"github.com/example/function-memcached/test/e2e/internal/kube"
 	"github.com/example/function-memcached/test/e2e/internal/proc"
 )
@@ -131,7 +135,7 @@ func TestScale(t *testing.T) {
 			}
 		}
 		if time.Since(lastLog) > 15*time.Second {
-			t.Logf("%5.1fs: %d/%d claims Available", time.Since(start).Seconds(), ready, n)
+			t.Logf("%5.1fs: %d/%d claims Available; Crossplane's work queues: %s", time.Since(start).Seconds(), ready, n, queueDepths(ctx))
 			lastLog = time.Now()
 		}
 		return ready == n, nil
@@ -163,9 +167,11 @@ func TestScale(t *testing.T) {
 		others = append(others, fmt.Sprintf("%s %.1f", name, (after.processes[name]-before.processes[name]).Seconds()))
 	}
 	t.Logf("CPU seconds over the same time: %s", strings.Join(others, ", "))
+	reportReconciles(t, n, before.crossplane, after.crossplane)
 	if err := writeScaleCSV(kind.file, n, names, createdAt, firstAvailable); err != nil {
 		t.Error(err)
 	}
+	reportJourneys(ctx, t, kind, ns, names, start, createdAt, firstAvailable)
 	reportRequests(t, n, start, start.Add(wall))
 	reportPeakRSS(t, "once all are Available")
 	atRest(ctx, t, n)
@@ -239,6 +245,121 @@ func writeScaleCSV(prefix string, n int, names []string, created, available map[
 	}
 	p := filepath.Join(dir, fmt.Sprintf("%s-%d.csv", prefix, n))
 	return errors.Wrapf(os.WriteFile(p, []byte(b.String()), 0o600), "cannot write %s", p)
+}
+
+// queueDepths is how many items wait in each of Crossplane's busy work queues, for the
+// scenario's progress lines.
+func queueDepths(ctx context.Context) string {
+	depths, err := env.Crossplane.Metrics(ctx, "workqueue_depth")
+	if err != nil {
+		return err.Error()
+	}
+	var busy []string
+	for _, k := range slices.Sorted(maps.Keys(depths)) {
+		if depths[k] >= 10 {
+			busy = append(busy, fmt.Sprintf("%s %.0f", queueName(k), depths[k]))
+		}
+	}
+	if len(busy) == 0 {
+		return "none holds 10 items"
+	}
+	return strings.Join(busy, ", ")
+}
+
+// queueName is the name label of a work queue's series.
+func queueName(series string) string {
+	_, name, _ := strings.Cut(series, `name="`)
+	name, _, _ = strings.Cut(name, `"`)
+	return name
+}
+
+// reportReconciles logs, per claim, the reconciles each of Crossplane's controllers ran
+// between two snapshots, by result, and its work queue's adds and retries (a retry is a
+// reconcile put back with a back-off, after an error or a conflict): controllers with fewer
+// than one reconcile per ten claims are left out.
+func reportReconciles(t *testing.T, n int, before, after crossplane.Samples) {
+	t.Helper()
+	per := func(k string) float64 { return (after[k] - before[k]) / float64(n) }
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if v := per(k); v >= 0.1 {
+			lines = append(lines, fmt.Sprintf("  %7.2f  %s", v, k))
+		}
+	}
+	t.Logf("Crossplane's reconciles and work queues per claim over the same time:\n%s", strings.Join(lines, "\n"))
+}
+
+// reportJourneys logs, over the claims, how long they waited between each stage on their way
+// to Available and the next (package journey), read from their objects once all are
+// Available, and writes each claim's stage times to <output>/scale/stages/<prefix>-<n>.csv.
+func reportJourneys(ctx context.Context, t *testing.T, kind scaleKind, ns string, names []string, start time.Time, created, available map[string]time.Duration) {
+	t.Helper()
+	xrs := map[string]*unstructured.Unstructured{}
+	gvk, xrNamespace := kind.gvk, ns
+	if kind.gvk == claimGVK {
+		gvk, xrNamespace = xrGVK, ""
+	}
+	r, err := env.Kube.Resource(gvk, xrNamespace)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	l, err := r.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for i := range l.Items {
+		xr := &l.Items[i]
+		switch {
+		case kind.gvk != claimGVK:
+			xrs[xr.GetName()] = xr
+		case xr.GetLabels()["crossplane.io/claim-namespace"] == ns:
+			xrs[xr.GetLabels()["crossplane.io/claim-name"]] = xr
+		}
+	}
+	ds, err := env.Kube.Typed.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	deployments := map[string]*appsv1.Deployment{}
+	for i := range ds.Items {
+		deployments[ds.Items[i].Name] = &ds.Items[i]
+	}
+	ps, err := env.Kube.Typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	pods := map[string]*corev1.Pod{} // each Memcached's first pod, by its instance label
+	for i := range ps.Items {
+		p := &ps.Items[i]
+		k := p.Labels["app.kubernetes.io/instance"]
+		if first, ok := pods[k]; !ok || p.CreationTimestamp.Before(&first.CreationTimestamp) {
+			pods[k] = p
+		}
+	}
+	claims := make([]journey.Claim, 0, len(names))
+	for _, name := range names {
+		c := journey.NewClaim(name, created[name], available[name])
+		c.Observe(start, xrs[name], deployments[render.Name(name)], pods[render.Name(name)])
+		claims = append(claims, c)
+	}
+	var lines []string
+	for _, h := range journey.Hops(claims) {
+		lines = append(lines, "  "+h.String())
+	}
+	t.Logf("each claim's wait from one stage to the next, read from its objects (to within a second):\n%s", strings.Join(lines, "\n"))
+	dir := filepath.Join(env.OutputDir, "scale", "stages")
+	p := filepath.Join(dir, fmt.Sprintf("%s-%d.csv", kind.file, len(names)))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Error(err)
+		return
+	}
+	if err := os.WriteFile(p, []byte(journey.CSV(claims)), 0o600); err != nil {
+		t.Error(err)
+	}
 }
 
 // reportRequests logs who sent the API server how many requests in [from, to), from its
@@ -491,7 +612,13 @@ type costs struct {
 	function  time.Duration
 	calls     int64
 	processes map[string]time.Duration
+	// crossplane are Crossplane's reconciles by controller and result, and its work queues'
+	// adds and retries.
+	crossplane crossplane.Samples
 }
+
+// crossplaneCounters are the Crossplane metrics a snapshot reads.
+var crossplaneCounters = []string{"controller_runtime_reconcile_total", "workqueue_adds_total", "workqueue_retries_total"}
 
 func snapshot(ctx context.Context, t *testing.T) costs {
 	t.Helper()
@@ -503,7 +630,11 @@ func snapshot(ctx context.Context, t *testing.T) costs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return costs{function: fn, calls: calls, processes: cpuTimes(env.Processes())}
+	xp, err := env.Crossplane.Metrics(ctx, crossplaneCounters...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return costs{function: fn, calls: calls, processes: cpuTimes(env.Processes()), crossplane: xp}
 }
 
 // cpuTimes returns the CPU time each running process has used, by name.

@@ -55,7 +55,7 @@ type CoreOptions struct {
 // Core is a running Crossplane.
 type Core struct {
 	*proc.Process
-	readyURL string
+	readyURL, metricsURL string
 }
 
 // StartCore installs Crossplane's CRDs, runs `crossplane core init` and starts `crossplane
@@ -116,7 +116,8 @@ func StartCore(ctx context.Context, c *kube.Client, o CoreOptions) (*Core, error
 	if err != nil {
 		return nil, err
 	}
-	core := &Core{Process: p, readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz"}
+	core := &Core{Process: p, readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
+		metricsURL: "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"}
 	return core, core.waitReady(ctx)
 }
 
