@@ -274,9 +274,9 @@ func queueName(series string) string {
 }
 
 // reportReconciles logs, per claim, the reconciles each of Crossplane's controllers ran
-// between two snapshots, by result, and its work queue's adds and retries (a retry is a
-// reconcile put back with a back-off, after an error or a conflict): controllers with fewer
-// than one reconcile per ten claims are left out.
+// between two snapshots, by result, and its work queue's adds and retries (client-go counts
+// as a retry every item put back after a delay: a TTL's requeue as well as a back-off after
+// an error or a conflict): series under one per ten claims are left out.
 func reportReconciles(t *testing.T, n int, before, after crossplane.Samples) {
 	t.Helper()
 	per := func(k string) float64 { return (after[k] - before[k]) / float64(n) }
