@@ -63,17 +63,23 @@ func series(name string, labels []*dto.LabelPair) string {
 // Metrics reads the named families from Crossplane's metrics endpoint: its controllers'
 // reconciles by result and their work queues, which say where a claim waits at scale.
 func (c *Core) Metrics(ctx context.Context, families ...string) (Samples, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.metricsURL, nil)
+	s, err := scrape(ctx, c.metricsURL, families...)
+	return s, errors.Wrap(err, "cannot read Crossplane's metrics")
+}
+
+// scrape reads the named families from the Prometheus endpoint at url.
+func scrape(ctx context.Context, url string, families ...string) (Samples, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	rsp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot read Crossplane's metrics")
+		return nil, err
 	}
 	defer rsp.Body.Close() //nolint:errcheck // Read-only.
 	if rsp.StatusCode != http.StatusOK {
-		return nil, errors.Errorf("GET %s: %s", c.metricsURL, rsp.Status)
+		return nil, errors.Errorf("GET %s: %s", url, rsp.Status)
 	}
 	return ParseSamples(rsp.Body, families...)
 }

@@ -1,13 +1,10 @@
 package crossplane
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,41 +121,22 @@ func applyRuntimeStatus(ctx context.Context, r dynamic.ResourceInterface, name, 
 // RunFunction calls it has answered since it started: grpc_server_handled_total for method
 // RunFunction, summed over services (v1, v1beta1) and status codes.
 func runFunctionCalls(ctx context.Context, url string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	rsp, err := http.DefaultClient.Do(req)
+	handled, err := scrape(ctx, url, "grpc_server_handled_total")
 	if err != nil {
 		return 0, errors.Wrap(err, "cannot read the function's metrics")
 	}
-	defer rsp.Body.Close() //nolint:errcheck // Read-only.
-	if rsp.StatusCode != http.StatusOK {
-		return 0, errors.Errorf("GET %s: %s", url, rsp.Status)
-	}
-	var total int64
+	var total float64
 	found := false
-	sc := bufio.NewScanner(rsp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "grpc_server_handled_total{") || !strings.Contains(line, `grpc_method="RunFunction"`) {
-			continue
+	for series, v := range handled {
+		if strings.Contains(series, `grpc_method="RunFunction"`) {
+			total += v
+			found = true
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return 0, errors.Wrapf(err, "cannot parse metric line %q", line)
-		}
-		total += int64(v)
-		found = true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, errors.Wrap(err, "cannot read the function's metrics")
 	}
 	if !found {
 		return 0, errors.New("the function's metrics have no grpc_server_handled_total for RunFunction")
 	}
-	return total, nil
+	return int64(total), nil
 }
 
 // revisions lists the FunctionRevisions of function; none yet is an error, to retry.
