@@ -39,8 +39,7 @@ func BenchmarkRunFunction(b *testing.B) {
 		"InvalidHoldsAll": read("invalid-repeated-no-event"),
 		"SteadyStateTLS":  read("tls-steady"),
 	}
-	// As function-memcached runs without --debug: a logger that writes no debug messages.
-	f := New(logging.NewNopLogger(), WithDebugLog(false))
+	f := New(logging.NewNopLogger())
 	for name, req := range cases {
 		b.Run(name, func(b *testing.B) {
 			// Each call gets its own copy, as each gRPC call unmarshals its own request.

@@ -1,9 +1,7 @@
 package fn
 
 import (
-	"strconv"
-	"sync"
-
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,19 +14,19 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
 )
 
 // maxCachedRenders bounds the render cache. Each entry is a few kilobytes; a control plane
-// with more distinct Memcacheds than this re-renders some of them, which is correct, only
+// with more distinct Memcacheds than this renders some of them again, which is correct, only
 // slower.
 const maxCachedRenders = 1024
 
 // rendered is what the function desires for one resolved Memcached, converted to the
-// protobuf form of the response once. Responses share these Structs read-only: protobuf
-// marshals a message concurrently as long as nobody mutates it.
+// protobuf form of the response.
 type rendered struct {
 	// objects are the rendered objects by composed resource name.
 	objects map[string]*structpb.Struct
@@ -44,67 +42,43 @@ type rendered struct {
 	want readiness.Want
 }
 
-// renderKey identifies a rendering: the canonical key of the resolved Memcached
-// (render.Key, which holds every field), and what else renderAll renders from: whether the XR
-// is namespaced, where the Memcached is placed, and the composed resource name and name of the
-// Instance that places it (see instanceFor).
-type renderKey string
-
-// appendRenderKey appends the renderKey of a rendering to b.
-func appendRenderKey(b []byte, m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) []byte {
-	b = render.AppendKey(b, m)
-	b = strconv.AppendBool(append(b, 0), namespaced)
-	if placement != nil {
-		b = append(append(append(b, 0), placement.Kind...), '/')
-		b = append(b, placement.Name...)
-	}
-	b = append(append(b, 0), instanceKey...)
-	return append(append(b, 0), instanceName...)
+// renderInput is everything renderAll renders from: the resolved Memcached, whether the XR is
+// namespaced, where the Memcached is placed, and the composed resource name and name of the
+// Instance that places it (see instanceFor). Its lru.KeyOf keys the render cache.
+type renderInput struct {
+	M                         render.Memcached
+	Namespaced                bool
+	Placement                 *cachev1alpha1.ProviderConfigReference
+	InstanceKey, InstanceName string
 }
 
-// keyBuffers hold the cache keys being looked up, renderKeys and the Input's (settingsCache): a
-// key escapes to the heap (render.AppendKey reflects), and a fresh one on every call would
-// cost an allocation per request.
-var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// renderCache remembers renderings: a Memcached's spec rarely changes, yet the function
-// runs on every reconcile of it. Each rendering is also encoded once, for the wire (see
-// wire.go).
-type renderCache struct {
-	mu   sync.RWMutex
-	m    map[renderKey]*rendered
-	wire *preEncoded
-}
-
-func (c *renderCache) get(m render.Memcached, namespaced bool, placement *cachev1alpha1.ProviderConfigReference, instanceKey, instanceName string) (*rendered, error) {
-	buf := keyBuffers.Get().(*[]byte)
-	defer keyBuffers.Put(buf)
-	b := appendRenderKey((*buf)[:0], m, namespaced, placement, instanceKey, instanceName)
-	*buf = b
-	c.mu.RLock()
-	r, ok := c.m[renderKey(b)] // A lookup by a converted []byte copies nothing.
-	c.mu.RUnlock()
-	if ok {
-		return r, nil
-	}
-	r, err := renderAll(m, namespaced, placement, instanceKey, instanceName)
+// rendering returns the rendering of in, from the cache when it was rendered before: a
+// Memcached's spec rarely changes, yet the function runs on every reconcile of it, and
+// rendering and converting its objects is most of what a call would cost. The caller gets
+// Structs of its own, so that no two responses share a node.
+func (f *Function) rendering(in renderInput) (*rendered, error) {
+	key, err := lru.KeyOf(in)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.wire.add(r.objects); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if len(c.m) >= maxCachedRenders {
-		for old, or := range c.m { // Evict one entry at random.
-			delete(c.m, old)
-			c.wire.forget(or.objects)
-			break
+	r, ok := f.renders.Get(key)
+	if !ok {
+		if r, err = renderAll(in.M, in.Namespaced, in.Placement, in.InstanceKey, in.InstanceName); err != nil {
+			return nil, err
 		}
+		f.renders.Add(key, r)
 	}
-	c.m[renderKey(b)] = r
-	c.mu.Unlock()
-	return r, nil
+	return r.copy(), nil
+}
+
+// copy returns r with objects of its own; the rest is never changed.
+func (r *rendered) copy() *rendered {
+	c := *r
+	c.objects = make(map[string]*structpb.Struct, len(r.objects))
+	for k, o := range r.objects {
+		c.objects[k] = proto.CloneOf(o)
+	}
+	return &c
 }
 
 // renderAll renders every object m needs and converts each to a Struct: the Deployment,

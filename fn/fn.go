@@ -10,11 +10,12 @@
 // RunFunctionRequest and those pure functions and applies Crossplane's rules for results.
 // It runs on every reconcile of every claim, so it reads observed state straight from the
 // request's protobuf Structs (observed.go) and renders each distinct Memcached once
-// (desired.go); Wire sends those renderings pre-encoded (wire.go).
+// (desired.go).
 package fn
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
@@ -63,26 +65,18 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 	KeyAuthSecret, KeyNetworkPolicy, KeyServiceMonitor, KeyPrometheusRule, KeyTLSSecret}
 
 // SettledTTL, ResponseTTL and ChangingTTL are how long Crossplane may rely on a response.
-// With realtime compositions (the default in Crossplane v2) an XR is reconciled again when it
-// or anything the function composes or requires changes, and otherwise after the shortest
-// TTL of its pipeline: Crossplane does not poll. Everything this function reads here is
-// watched and the function is deterministic, so the TTL is the safety net for a watch event
-// that never arrives — and one does not: Crossplane's per-XR circuit breaker (100 events,
-// then one a second) drops the watch events of a busy XR, its own spec changes among them,
-// for its cooldown (5 minutes by default), letting one through every 30 s. A resize or a
-// rollout of a few real pods opens it (the node lane's TestNodeResize, TestAuthCredentials),
-// and then the claim lags its pods, and a spec change waits, until the TTL.
+// With realtime compositions (Crossplane v2's default) an XR is reconciled again when it or
+// anything the function composes or requires changes, and otherwise after the shortest TTL of
+// its pipeline; without them Crossplane ignores the TTL and polls. The TTL is the safety net
+// for a watch event that never arrives: Crossplane's per-XR circuit breaker drops the events
+// of a busy XR (its Responsive condition is then False) for minutes.
 //
-// So a Memcached is looked at again after ChangingTTL while it is changing or unavailable,
-// and while Crossplane says it drops the XR's watch events (the XR's Responsive condition,
-// False while the breaker is open). That costs nothing when many are created at once: events
-// put each XR back in Crossplane's queue long before (docs/performance.md, where a claim waits). A settled one, whose every change Crossplane hears of,
-// after SettledTTL: each call of a settled XR applies every composed resource and its
-// status, and at a minute 1,000 idle claims kept half a core of the API server busy
-// (docs/performance.md, the scale runs). One placed in another cluster after ResponseTTL:
-// Crossplane reads the connection details its Instance publishes without watching them. A
-// TLS pair is looked at again when its first certificate expires, if that comes sooner.
-// Without realtime compositions Crossplane ignores the TTL and polls.
+// So a Memcached is looked at again after ChangingTTL while it is changing or unavailable, or
+// while Crossplane drops its XR's events; after ResponseTTL when it runs in another cluster
+// (Crossplane does not watch the connection details its Instance publishes); after
+// SettledTTL once settled, since each call applies every composed resource and a short TTL
+// keeps the API server busy with idle claims; and no later than its TLS certificate's expiry.
+// The figures behind each value are in docs/performance.md (the function at scale).
 const (
 	SettledTTL  = 10 * time.Minute
 	ResponseTTL = time.Minute
@@ -108,15 +102,12 @@ const (
 type Function struct {
 	fnv1.UnimplementedFunctionRunnerServiceServer
 
-	log logging.Logger
-	// debug is false when the logger is known to write no debug messages (WithDebugLog).
-	debug       bool
-	inputs      settingsCache
-	renders     renderCache
+	log         logging.Logger
+	renders     *lru.Cache[lru.Key, *rendered]
+	tlsVerdicts *lru.Cache[lru.Key, tlsVerdict]
 	credentials *credentials.Store
 	// now is the time TLS certificates are judged at (fn/tls.go): time.Now outside tests.
-	now         func() time.Time
-	tlsVerdicts tlsVerdicts
+	now func() time.Time
 }
 
 // New returns a Function that logs to log. Per-call logs are at debug level only, so a busy
@@ -124,9 +115,8 @@ type Function struct {
 func New(log logging.Logger, opts ...Option) *Function {
 	f := &Function{
 		log:         log,
-		debug:       true,
-		inputs:      settingsCache{m: map[string]settingsEntry{}},
-		renders:     renderCache{m: map[renderKey]*rendered{}, wire: newPreEncoded()},
+		renders:     lru.New[lru.Key, *rendered](maxCachedRenders),
+		tlsVerdicts: lru.New[lru.Key, tlsVerdict](maxTLSVerdicts),
 		credentials: credentials.NewStore(),
 		now:         time.Now,
 	}
@@ -139,22 +129,12 @@ func New(log logging.Logger, opts ...Option) *Function {
 // An Option configures a Function made by New.
 type Option func(*Function)
 
-// WithDebugLog says whether the logger writes debug messages. Without it, every call hands
-// its debug line to the logger, which decides; told that the logger writes none (as
-// function-memcached's does without --debug), a call skips the line and the five allocations
-// its values cost even when the logger drops it.
-func WithDebugLog(enabled bool) Option {
-	return func(f *Function) { f.debug = enabled }
-}
-
 // RunFunction composes a Memcached. It never returns a gRPC error: bad input is reported in
 // the response, as a Fatal result for the platform team's Input and as a Warning plus the
 // Available condition for the claim owner's spec. It reads the request, decides what to run
 // and where, holds what runs (an invalid spec) or composes the rendering, and reports.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, ResponseTTL)
-	// The stages fill o, d and v in place: they stay on this call's stack, so splitting the
-	// call into stages costs no allocation.
 	var o observation
 	if err := f.read(req, &o); err != nil {
 		// Fatal: Crossplane then applies nothing, so what runs stays as is.
@@ -179,9 +159,6 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	report(rsp, &o, &d, &v, f.now())
-	if !f.debug {
-		return rsp, nil
-	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil
@@ -211,12 +188,12 @@ type observation struct {
 // read reads the step's Settings and the observed state the function judges into o. An
 // error is the platform team's Input, or an observed object that cannot be trusted.
 func (f *Function) read(req *fnv1.RunFunctionRequest, o *observation) error {
-	settings, err := f.inputs.settings(req)
+	s, err := settings(req)
 	if err != nil {
 		return err
 	}
 	oc := req.GetObserved().GetComposite()
-	*o = observation{settings: settings, xr: oc.GetResource(), resources: req.GetObserved().GetResources(), xrConnection: oc.GetConnectionDetails()}
+	*o = observation{settings: s, xr: oc.GetResource(), resources: req.GetObserved().GetResources(), xrConnection: oc.GetConnectionDetails()}
 	if od, ok := o.resources[KeyDeployment]; ok {
 		if o.deployment, err = readDeployment(od.GetResource()); err != nil {
 			return err
@@ -313,9 +290,7 @@ func decideSpec(o *observation, d *decision) *cachev1alpha1.XMemcachedSpec {
 // selector and connection details the XR carries, and whose replicas it counts.
 type verdict struct {
 	cond readiness.Condition
-	// r is held by value: a rendering made for this call alone (an invalid spec's) then
-	// stays off the heap.
-	r rendered
+	r    rendered
 	// elsewhere is true when the Memcached runs in another cluster, through instance (nil
 	// until observed).
 	elsewhere bool
@@ -384,7 +359,7 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 	if d.placement != nil {
 		ik, iname, oi = instanceFor(o.instances, d.placement, d.m.Name)
 	}
-	r, err := f.renders.get(d.m, d.t.namespaced, d.placement, ik, iname)
+	r, err := f.rendering(renderInput{M: d.m, Namespaced: d.t.namespaced, Placement: d.placement, InstanceKey: ik, InstanceName: iname})
 	if err != nil {
 		return err
 	}
@@ -548,68 +523,35 @@ func target(name, namespace, claimName, claimNamespace string) (targetInfo, fiel
 // into the desired XR, keeping whatever earlier steps put there, and connection details for
 // claims.
 func reportStatus(rsp *fnv1.RunFunctionResponse, replicas, available int32, reason string, r *rendered, t targetInfo) {
-	n := &statusNodes{}
 	dxr := composite(rsp)
 	if dxr.Resource == nil {
-		dxr.Resource = &n.xr
+		dxr.Resource = &structpb.Struct{}
 	}
 	if dxr.Resource.Fields == nil {
-		dxr.Resource.Fields = make(map[string]*structpb.Value, 1)
+		dxr.Resource.Fields = map[string]*structpb.Value{}
 	}
 	status := dxr.Resource.Fields["status"].GetStructValue()
 	if status == nil {
-		status = &n.status
-		n.statusKind.StructValue = status
-		n.statusValue.Kind = &n.statusKind
-		dxr.Resource.Fields["status"] = &n.statusValue
+		status = &structpb.Struct{}
+		dxr.Resource.Fields["status"] = structpb.NewStructValue(status)
 	}
 	if status.Fields == nil {
-		status.Fields = make(map[string]*structpb.Value, 4)
+		status.Fields = map[string]*structpb.Value{}
 	}
-	status.Fields["replicas"] = setNumber(&n.replicas, &n.replicasKind, replicas)
-	status.Fields["availableReplicas"] = setNumber(&n.available, &n.availableKind, available)
-	status.Fields["availableReason"] = setString(&n.reason, &n.reasonKind, reason)
+	status.Fields["replicas"] = structpb.NewNumberValue(float64(replicas))
+	status.Fields["availableReplicas"] = structpb.NewNumberValue(float64(available))
+	status.Fields["availableReason"] = structpb.NewStringValue(reason)
 	if t.namespace == "" {
 		return
 	}
-	status.Fields["endpoint"] = setString(&n.endpoint, &n.endpointKind, r.endpoint)
-	status.Fields["selector"] = setString(&n.selector, &n.selectorKind, r.selector)
+	status.Fields["endpoint"] = structpb.NewStringValue(r.endpoint)
+	status.Fields["selector"] = structpb.NewStringValue(r.selector)
 	if !t.namespaced {
 		if dxr.ConnectionDetails == nil {
-			dxr.ConnectionDetails = make(map[string][]byte, len(r.connection))
+			dxr.ConnectionDetails = map[string][]byte{}
 		}
-		for k, v := range r.connection {
-			dxr.ConnectionDetails[k] = v
-		}
+		maps.Copy(dxr.ConnectionDetails, r.connection)
 	}
-}
-
-// statusNodes are the protobuf nodes reportStatus may add to the desired XR, allocated
-// together: one allocation on every call instead of up to ten. Each is this call's own, as
-// every node of a response is (only the cached renderings are shared, read-only).
-type statusNodes struct {
-	xr, status                                      structpb.Struct
-	statusValue                                     structpb.Value
-	statusKind                                      structpb.Value_StructValue
-	replicas, available, reason, endpoint, selector structpb.Value
-	replicasKind, availableKind                     structpb.Value_NumberValue
-	reasonKind, endpointKind, selectorKind          structpb.Value_StringValue
-}
-
-// setNumber makes v, with its kind k, the number n, as structpb.NewNumberValue would, and
-// returns it.
-func setNumber(v *structpb.Value, k *structpb.Value_NumberValue, n int32) *structpb.Value {
-	k.NumberValue = float64(n)
-	v.Kind = k
-	return v
-}
-
-// setString makes v, with its kind k, the string s, as structpb.NewStringValue would, and
-// returns it.
-func setString(v *structpb.Value, k *structpb.Value_StringValue, s string) *structpb.Value {
-	k.StringValue = s
-	v.Kind = k
-	return v
 }
 
 // reportCondition sets the Available condition and, on a transition worth a person's

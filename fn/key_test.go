@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
-	"github.com/example/function-memcached/internal/render"
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/render/rendertest"
 )
 
@@ -14,20 +14,19 @@ import (
 // another spec.
 func TestEverySpecFieldKeysTheRenderCache(t *testing.T) {
 	edge := &cachev1alpha1.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "edge"}
-	type args struct {
-		m                         render.Memcached
-		namespaced                bool
-		placement                 *cachev1alpha1.ProviderConfigReference
-		instanceKey, instanceName string
+	type args = renderInput
+	key := func(a args) lru.Key {
+		k, err := lru.KeyOf(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
 	}
-	key := func(a args) string {
-		return string(appendRenderKey(nil, a.m, a.namespaced, a.placement, a.instanceKey, a.instanceName))
-	}
-	base := args{m: rendertest.Base(), placement: edge, instanceKey: KeyInstance, instanceName: "sessions"}
+	base := args{M: rendertest.Base(), Placement: edge, InstanceKey: KeyInstance, InstanceName: "sessions"}
 	cases := map[string]args{}
 	for p, m := range rendertest.Variants(t) {
 		a := base
-		a.m = m
+		a.M = m
 		cases["render.Memcached."+p] = a
 	}
 	with := func(f func(*args)) args {
@@ -35,22 +34,22 @@ func TestEverySpecFieldKeysTheRenderCache(t *testing.T) {
 		f(&a)
 		return a
 	}
-	cases["namespaced"] = with(func(a *args) { a.namespaced = true })
-	cases["here"] = with(func(a *args) { a.placement = nil })
+	cases["namespaced"] = with(func(a *args) { a.Namespaced = true })
+	cases["here"] = with(func(a *args) { a.Placement = nil })
 	cases["placement.kind"] = with(func(a *args) {
-		a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ProviderConfig", Name: "edge"}
+		a.Placement = &cachev1alpha1.ProviderConfigReference{Kind: "ProviderConfig", Name: "edge"}
 	})
 	cases["placement.name"] = with(func(a *args) {
-		a.placement = &cachev1alpha1.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "core"}
+		a.Placement = &cachev1alpha1.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "core"}
 	})
-	cases["instanceKey"] = with(func(a *args) { a.instanceKey = KeyInstance + "-edge" })
-	cases["instanceName"] = with(func(a *args) { a.instanceName = "sessions-edge" })
-	if key(with(func(a *args) { a.m = rendertest.Base() })) != key(base) {
-		t.Fatal("appendRenderKey(...) differs for equal arguments")
+	cases["instanceKey"] = with(func(a *args) { a.InstanceKey = KeyInstance + "-edge" })
+	cases["instanceName"] = with(func(a *args) { a.InstanceName = "sessions-edge" })
+	if key(with(func(a *args) { a.M = rendertest.Base() })) != key(base) {
+		t.Fatal("the render key differs for equal arguments")
 	}
 	for name, a := range cases {
 		if key(a) == key(base) {
-			t.Errorf("appendRenderKey(...) is the same after a change of %s: a rendering of the old spec would be served", name)
+			t.Errorf("the render key is the same after a change of %s: a rendering of the old spec would be served", name)
 		}
 	}
 }

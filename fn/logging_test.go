@@ -46,21 +46,3 @@ func TestLogging(t *testing.T) {
 		}
 	}
 }
-
-// TestWithoutDebugLog checks that a Function told its logger writes no debug messages logs
-// nothing per call, whatever the logger would write.
-func TestWithoutDebugLog(t *testing.T) {
-	var lines []string
-	log := funcr.New(func(prefix, args string) { lines = append(lines, prefix+args) }, funcr.Options{Verbosity: 1})
-	f := New(logging.NewLogrLogger(log), WithDebugLog(false))
-	for _, d := range fixtures(t) {
-		req := &fnv1.RunFunctionRequest{}
-		readProtoYAML(t, d, req)
-		if _, err := f.RunFunction(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(lines) != 0 {
-		t.Errorf("WithDebugLog(false): want no per-call log lines, got %d, first: %s", len(lines), lines[0])
-	}
-}

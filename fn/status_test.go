@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"maps"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -40,4 +41,23 @@ func TestStatusFieldsDeclared(t *testing.T) {
 				field, len(cases), strings.Join(cases[:min(3, len(cases))], ", "))
 		}
 	}
+}
+
+// jsonFields returns the JSON names of t's fields, as encoding/json names them, descending
+// into embedded structs without a name of their own.
+func jsonFields(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			maps.Copy(names, jsonFields(f.Type))
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
 }

@@ -1,15 +1,12 @@
 package fn
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"io"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
@@ -33,16 +30,17 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 		_, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, nil, now)
 		return nil, time.Time{}, errs
 	}
-	k := tlsVerdictKey(name, m.Namespace, host, secret)
-	v, ok := f.tlsVerdicts.get(k, now)
-	if !ok {
+	k, err := lru.KeyOf(tlsVerdictInput{Name: name, Namespace: m.Namespace, Host: host, Type: secret.Type,
+		Certificate: secret.Data[corev1.TLSCertKey], PrivateKey: secret.Data[corev1.TLSPrivateKeyKey], CA: secret.Data[corev1.ServiceAccountRootCAKey]})
+	v, ok := f.tlsVerdicts.Get(k)
+	if !ok || err != nil || now.After(v.until) {
 		t, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now)
 		if len(errs) > 0 {
 			return nil, time.Time{}, errs
 		}
 		v = tlsVerdict{tls: t, until: resolve.TLSSecretExpiry(secret)}
-		if tlsBytes(secret) <= maxRememberedTLSBytes {
-			f.tlsVerdicts.put(k, v.tls, v.until)
+		if err == nil && tlsBytes(secret) <= maxRememberedTLSBytes {
+			f.tlsVerdicts.Add(k, v)
 		}
 	}
 	served := *v.tls // The remembered verdict is shared: the digest is this call's.
@@ -50,7 +48,8 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 	return &served, v.until, nil
 }
 
-// maxTLSVerdicts bounds the remembered TLS verdicts: one per distinct TLS Secret content.
+// maxTLSVerdicts bounds the remembered TLS verdicts (tlsVerdict): one per distinct TLS
+// Secret content.
 const maxTLSVerdicts = 1024
 
 // maxRememberedTLSBytes is the largest TLS Secret (tls.crt, tls.key and ca.crt together)
@@ -60,69 +59,28 @@ const maxTLSVerdicts = 1024
 // larger Secret is checked on every call instead, costing its own tenant the time.
 const maxRememberedTLSBytes = 64 << 10
 
-// tlsVerdicts remembers the TLS Secrets resolve accepted, by content, until the earliest
-// expiry among their certificates: checking a pair costs a few hundred microseconds (parsing
-// it, verifying its chain), ten times a whole steady-state call, and the function judges the
-// same Secret on every reconcile. Refusals are not remembered: they are the exceptional path,
-// and one may turn into an acceptance by time alone (a certificate not valid yet).
-type tlsVerdicts struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]tlsVerdict
-}
-
+// A tlsVerdict is resolve's acceptance of a TLS Secret, remembered by content (the Function's
+// tlsVerdicts) until the earliest expiry among its certificates: checking a pair (parsing it,
+// verifying its chain) costs a few hundred microseconds, and the function judges the same
+// Secret on every reconcile. Refusals are not remembered: they are the exceptional path, and
+// one may turn into an acceptance by time alone (a certificate not valid yet).
 type tlsVerdict struct {
 	tls   *render.TLS
 	until time.Time
 }
 
-// get returns the remembered acceptance of key, if it holds at now.
-func (c *tlsVerdicts) get(key [sha256.Size]byte, now time.Time) (tlsVerdict, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.m[key]
-	if !ok || now.After(v.until) {
-		return tlsVerdict{}, false
-	}
-	return v, true
-}
-
-func (c *tlsVerdicts) put(key [sha256.Size]byte, t *render.TLS, until time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[[sha256.Size]byte]tlsVerdict{}
-	}
-	if len(c.m) >= maxTLSVerdicts {
-		for k := range c.m { // Forget one at random; it is checked again if needed.
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[key] = tlsVerdict{tls: t, until: until}
+// tlsVerdictInput is everything a verdict of resolve.TLSSecret depends on but the time: the
+// Secret's name, namespace, type and the data it reads, and the host. Its lru.KeyOf keys the
+// remembered verdicts.
+type tlsVerdictInput struct {
+	Name, Namespace, Host       string
+	Type                        corev1.SecretType
+	Certificate, PrivateKey, CA []byte
 }
 
 // tlsBytes is the size of what resolve.TLSSecret reads of secret.
 func tlsBytes(secret *corev1.Secret) int {
 	return len(secret.Data[corev1.TLSCertKey]) + len(secret.Data[corev1.TLSPrivateKeyKey]) + len(secret.Data[corev1.ServiceAccountRootCAKey])
-}
-
-// tlsVerdictKey identifies everything a verdict of resolve.TLSSecret depends on but the time:
-// the Secret's name, namespace, type and the data it reads, and the host.
-func tlsVerdictKey(name, namespace, host string, secret *corev1.Secret) [sha256.Size]byte {
-	h := sha256.New()
-	for _, s := range []string{name, namespace, host, string(secret.Type)} {
-		_, _ = io.WriteString(h, s)
-		h.Write([]byte{0})
-	}
-	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, corev1.ServiceAccountRootCAKey} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(secret.Data[k])))
-		h.Write(n[:])
-		h.Write(secret.Data[k])
-	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	return key
 }
 
 // loadedDigest is the certificate digest the pod template carries for a pair of digest want:

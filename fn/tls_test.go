@@ -101,7 +101,7 @@ func TestTLSVerdictsBounded(t *testing.T) {
 				t.Errorf("%s\nAvailable reason %q (%s), want Available", tc.reason, c.GetReason(), c.GetMessage())
 			}
 		}
-		if got := len(f.tlsVerdicts.m); got != tc.remember {
+		if got := f.tlsVerdicts.Len(); got != tc.remember {
 			t.Errorf("%s\nremembered verdicts: got %d, want %d", tc.reason, got, tc.remember)
 		}
 	}

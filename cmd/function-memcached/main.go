@@ -41,7 +41,7 @@ func (c *cli) Run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return server.Serve(ctx, fn.New(log, fn.WithDebugLog(c.Debug)).Wire(), server.Options{
+	return server.Serve(ctx, fn.New(log), server.Options{
 		Network:            c.Network,
 		Address:            c.Address,
 		TLSServerCertsDir:  c.TLSServerCertsDir,
@@ -53,11 +53,10 @@ func (c *cli) Run() error {
 	})
 }
 
-// newLogger is function-sdk-go's logging.NewLogger without zap's log sampling at info level.
-// The sampler's counters (4,096 per level, 448 KB) stay on the heap for the life of the
-// process, and the garbage collector, which lets the heap grow to twice what survives, counts
-// them twice over; yet they never sample anything here: the function logs one line at info
-// level when it starts and per call only at debug level, which is never sampled.
+// newLogger is function-sdk-go's logging.NewLogger without zap's log sampling at info level:
+// the function logs one line at info level when it starts and per call only at debug level,
+// so the sampler would never sample, yet its counters stay on the heap for the life of the
+// process (docs/performance.md, the function over gRPC).
 func newLogger(debug bool) (logging.Logger, error) {
 	if debug {
 		return logging.NewLogger(true)

@@ -38,7 +38,7 @@ func BenchmarkGRPC(b *testing.B) {
 		if err := protojson.Unmarshal(j, req); err != nil {
 			b.Fatal(err)
 		}
-		for name, f := range map[string]fnv1.FunctionRunnerServiceServer{"noop": noop.Function{}, "memcached": fn.New(logging.NewNopLogger(), fn.WithDebugLog(false)).Wire()} {
+		for name, f := range map[string]fnv1.FunctionRunnerServiceServer{"noop": noop.Function{}, "memcached": fn.New(logging.NewNopLogger())} {
 			b.Run(fixture+"/"+name, func(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
