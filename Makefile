@@ -1,7 +1,8 @@
 # function-memcached: Memcached as a self-service API on Crossplane v2.
 #
 #   make render   build the function and the Crossplane CLI, render the example claim, print it
-#   make test     generate-check, vet, unit tests (with coverage) and the render test
+#   make test     generate-check, vet, unit tests (with coverage, the product's under the race
+#                 detector) and the render test
 #
 # Every tool is built from a pinned Go module under tools/ into bin/, once, and rebuilt only
 # when its pin (tools/<name>/go.mod) changes.
@@ -115,6 +116,13 @@ TEST_SIDE := $(MAKE) --no-print-directory GO='$(GO)' monitoring-test scaleplot-t
 # go test runs with -vet=off: `go vet ./...` before it has run every analyzer on the same
 # packages and their test files, and go test's own vet (a subset of them, with its own flags, so
 # nothing of go vet's cached work is reused) repeated it: 144 CPU-seconds on a new machine.
+# The product's packages run under the race detector: the function serves concurrent calls
+# and the provider runs many workers, each sharing caches. The detector needs cgo, so their
+# tests compile their dependencies a second time, with cgo on (what that adds to a cold run:
+# docs/performance.md, building and CI). The end-to-end suites' own packages, the docs and
+# packaging checks and the example run without it.
+RACE_PACKAGES := ./fn/... ./input/... ./apis/... ./internal/... ./cmd/...
+PLAIN_PACKAGES := ./test/... ./example/...
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
 test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
@@ -123,8 +131,12 @@ test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package 
 	rc=0; \
 	echo "$(GO) vet -trimpath ./..."; $(GO) vet -trimpath ./... || rc=1; \
 	if [ $$rc = 0 ]; then \
-		echo "CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off ./..."; \
-		CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off ./... | tee $(BIN)/test.out || rc=1; \
+		echo "CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES)"; \
+		CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES) | tee $(BIN)/test.out || rc=1; \
+	fi; \
+	if [ $$rc = 0 ]; then \
+		echo "CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES)"; \
+		CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES) | tee -a $(BIN)/test.out || rc=1; \
 	fi; \
 	if [ $$rc = 0 ]; then \
 		awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \

@@ -65,10 +65,10 @@ func Build(binary []byte, o Options) (v1.Image, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot build the layer holding %q", o.Path)
 	}
-	// Every node pulls this layer. gzip's default level makes it 13% smaller than
-	// go-containerregistry's default (fastest) level: 12.6 MB instead of 14.4 MB for amd64, in
-	// 1.4 s instead of 0.5 s. The best level saves only 0.4% more but takes 4 s. Caching means the
-	// binary is compressed once rather than twice (once for the digest, again for the write).
+	// Every node pulls this layer: gzip's default level, rather than go-containerregistry's
+	// fastest, makes it markedly smaller for a second more, and the best level saves next to
+	// nothing more for seconds (docs/performance.md, packaging). Caching means the binary is
+	// compressed once rather than twice (once for the digest, again for the write).
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithCompressionLevel(gzip.DefaultCompression), tarball.WithCompressedCaching)
