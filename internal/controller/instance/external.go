@@ -25,6 +25,7 @@ import (
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/clients/kubeconfig"
 	"github.com/example/function-memcached/internal/credentials"
+	"github.com/example/function-memcached/internal/ownedfields"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
@@ -611,27 +612,53 @@ func drift(o observed, m render.Memcached, cr *v1alpha1.Instance) (string, error
 }
 
 // ownedDiff diffs what the provider would apply for cr (desired, stamped as cr's) with the
-// fields cr's field manager owns in the live object, both as apply configurations.
-// Quantities compare by value ("0.5" equals "500m"), through resource.Quantity's Equal
-// method. opts leave out the status, which the provider never applies (controller-runtime's
-// fake client lists an empty status under every applier nonetheless).
-func ownedDiff[O render.Object, AC any](desired, live O, cr *v1alpha1.Instance, extract func(O, string) (*AC, error), opts ...cmp.Option) (string, error) {
-	want := new(AC)
+// fields cr's field manager owns in the live object (ownedfields, the function's reader of
+// what Crossplane applied too), both as apply configurations of type AC, the owned part with
+// the identity managedFields leave out. Quantities compare by value ("0.5" equals "500m"),
+// through resource.Quantity's Equal method. opts leave out the status, which the provider
+// never applies (controller-runtime's fake client lists an empty status under every applier
+// nonetheless).
+func ownedDiff[AC any](desired render.Object, live client.Object, cr *v1alpha1.Instance, opts ...cmp.Option) (string, error) {
+	decode := func(m map[string]any) (*AC, error) {
+		ac := new(AC)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		return ac, json.Unmarshal(b, ac)
+	}
 	u, err := render.ToApply(desired)
 	if err != nil {
 		return "", err
 	}
 	stamp(u, cr)
-	b, err := json.Marshal(u.Object)
+	want, err := decode(u.Object)
 	if err != nil {
-		return "", err
+		return "", errors.Wrap(err, "cannot decode the desired object")
 	}
-	if err := json.Unmarshal(b, want); err != nil {
-		return "", err
-	}
-	got, err := extract(live, FieldManager(cr))
+	l, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 	if err != nil {
-		return "", err
+		return "", errors.Wrap(err, "cannot convert the live object")
+	}
+	// A typed object read back carries no type; desired's is its.
+	l["apiVersion"], l["kind"] = u.GetAPIVersion(), u.GetKind()
+	owned, _, err := ownedfields.Owned(l, FieldManager(cr))
+	if err != nil {
+		return "", errors.Wrap(err, "cannot read the live object's fields the Instance owns")
+	}
+	if owned == nil {
+		owned = map[string]any{}
+	}
+	owned["apiVersion"], owned["kind"] = u.GetAPIVersion(), u.GetKind()
+	md, _ := owned["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		owned["metadata"] = md
+	}
+	md["name"], md["namespace"] = live.GetName(), live.GetNamespace()
+	got, err := decode(owned)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot decode the live object's fields the Instance owns")
 	}
 	return cmp.Diff(want, got, opts...), nil
 }

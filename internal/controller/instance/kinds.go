@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -83,10 +84,7 @@ var managedKinds = []managedKind{
 		name:   same,
 		needed: always,
 		render: func(m render.Memcached) render.Object { return render.Deployment(m) },
-		diff: func(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
-			return ownedDiff(desired.(*appsv1.Deployment), live.(*appsv1.Deployment), cr, appsv1ac.ExtractDeployment,
-				cmpopts.IgnoreFields(appsv1ac.DeploymentApplyConfiguration{}, "Status"))
-		},
+		diff:   diffOwned[appsv1ac.DeploymentApplyConfiguration](cmpopts.IgnoreFields(appsv1ac.DeploymentApplyConfiguration{}, "Status")),
 	},
 	{
 		role: roleService, kind: "Service", adoptable: true, legacy: true,
@@ -94,10 +92,7 @@ var managedKinds = []managedKind{
 		name:   same,
 		needed: always,
 		render: func(m render.Memcached) render.Object { return render.Service(m) },
-		diff: func(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
-			return ownedDiff(desired.(*corev1.Service), live.(*corev1.Service), cr, corev1ac.ExtractService,
-				cmpopts.IgnoreFields(corev1ac.ServiceApplyConfiguration{}, "Status"))
-		},
+		diff:   diffOwned[corev1ac.ServiceApplyConfiguration](cmpopts.IgnoreFields(corev1ac.ServiceApplyConfiguration{}, "Status")),
 	},
 	{
 		role: rolePDB, kind: "PodDisruptionBudget", adoptable: true, legacy: true,
@@ -105,10 +100,7 @@ var managedKinds = []managedKind{
 		name:   same,
 		needed: render.NeedsPodDisruptionBudget,
 		render: func(m render.Memcached) render.Object { return render.PodDisruptionBudget(m) },
-		diff: func(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
-			return ownedDiff(desired.(*policyv1.PodDisruptionBudget), live.(*policyv1.PodDisruptionBudget), cr, policyv1ac.ExtractPodDisruptionBudget,
-				cmpopts.IgnoreFields(policyv1ac.PodDisruptionBudgetApplyConfiguration{}, "Status"))
-		},
+		diff:   diffOwned[policyv1ac.PodDisruptionBudgetApplyConfiguration](cmpopts.IgnoreFields(policyv1ac.PodDisruptionBudgetApplyConfiguration{}, "Status")),
 	},
 	{
 		role: roleNetworkPolicy, kind: "NetworkPolicy", adoptable: true,
@@ -116,9 +108,7 @@ var managedKinds = []managedKind{
 		name:   same,
 		needed: func(m render.Memcached) bool { return m.NetworkPolicy != nil },
 		render: func(m render.Memcached) render.Object { return render.NetworkPolicy(m) },
-		diff: func(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
-			return ownedDiff(desired.(*networkingv1.NetworkPolicy), live.(*networkingv1.NetworkPolicy), cr, networkingv1ac.ExtractNetworkPolicy)
-		},
+		diff:   diffOwned[networkingv1ac.NetworkPolicyApplyConfiguration](),
 	},
 }
 
@@ -148,10 +138,17 @@ func same(base string) string { return base }
 
 func always(render.Memcached) bool { return true }
 
+// diffOwned is the diff of a kind whose apply configuration is AC: ownedDiff with opts.
+func diffOwned[AC any](opts ...cmp.Option) func(render.Object, client.Object, *v1alpha1.Instance) (string, error) {
+	return func(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
+		return ownedDiff[AC](desired, live, cr, opts...)
+	}
+}
+
 // secretDiff says whether the fields the Instance owns in a live Secret differ from what
 // it renders, never how: a Secret holds credentials or a private key, and a drift is logged.
 func secretDiff(desired render.Object, live client.Object, cr *v1alpha1.Instance) (string, error) {
-	d, err := ownedDiff(desired.(*corev1.Secret), live.(*corev1.Secret), cr, corev1ac.ExtractSecret)
+	d, err := ownedDiff[corev1ac.SecretApplyConfiguration](desired, live, cr)
 	if err != nil || d == "" {
 		return "", err
 	}
