@@ -3,8 +3,9 @@
 #   make bench   go test -bench for RunFunction (in process) and a whole gRPC call; then
 #                fnload at concurrency 1 and 8 with a realistic steady-state request (objects
 #                read back from a real API server), with the compact fixture and with the
-#                realistic one in an XR another pipeline step composes too; then a
-#                200k-call run that samples resident memory at 100k and 200k calls
+#                realistic one in an XR another pipeline step composes too, and with a
+#                steady-state request serving TLS; then a 200k-call run that samples resident
+#                memory at 100k and 200k calls
 #
 # The servers are built as released (static, stripped), so resident memory compares what
 # users run.
@@ -14,6 +15,7 @@ BENCH_CALLS ?= 200000
 BENCH_REQUEST ?= fn/testdata/steady-state-realistic/request.yaml
 BENCH_COMPACT_REQUEST ?= fn/testdata/steady-state-ready/request.yaml
 BENCH_SHARED_REQUEST ?= fn/testdata/steady-state-shared/request.yaml
+BENCH_TLS_REQUEST ?= fn/testdata/tls-steady/request.yaml
 
 .PHONY: bench
 bench: | $(BIN)
@@ -27,6 +29,8 @@ bench: | $(BIN)
 		--request=$(BENCH_COMPACT_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
 		--request=$(BENCH_SHARED_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
+	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
+		--request=$(BENCH_TLS_REQUEST) --concurrency=1,8 --duration=$(BENCH_DURATION) 2>/dev/null | tee -a $(BIN)/bench.txt
 	$(BIN)/fnload --function=$(BIN)/release/function-memcached --floor=$(BIN)/release/function-noop \
 		--request=$(BENCH_REQUEST) --concurrency=8 --calls=$(BENCH_CALLS) \
 		--checkpoints=$$(( $(BENCH_CALLS) / 2 )),$(BENCH_CALLS) 2>/dev/null | tee -a $(BIN)/bench.txt
