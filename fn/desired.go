@@ -1,7 +1,6 @@
 package fn
 
 import (
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +25,9 @@ import (
 const maxCachedRenders = 1024
 
 // rendered is what the function desires for one resolved Memcached, converted to the
-// protobuf form of the response.
+// protobuf form of the response. Responses share it read-only (protobuf encodes a message
+// from many goroutines at once as long as nobody changes it); TestRunFunctionConcurrently
+// runs under the race detector to hold every call to that.
 type rendered struct {
 	// objects are the rendered objects by composed resource name.
 	objects map[string]*structpb.Struct
@@ -54,8 +55,8 @@ type renderInput struct {
 
 // rendering returns the rendering of in, from the cache when it was rendered before: a
 // Memcached's spec rarely changes, yet the function runs on every reconcile of it, and
-// rendering and converting its objects is most of what a call would cost. The caller gets
-// Structs of its own, so that no two responses share a node.
+// rendering and converting its objects is most of what a call would cost. The rendering is
+// shared with every other call of the same Memcached: read it, never change it.
 func (f *Function) rendering(in renderInput) (*rendered, error) {
 	key, err := lru.KeyOf(in)
 	if err != nil {
@@ -68,17 +69,7 @@ func (f *Function) rendering(in renderInput) (*rendered, error) {
 		}
 		f.renders.Add(key, r)
 	}
-	return r.copy(), nil
-}
-
-// copy returns r with objects of its own; the rest is never changed.
-func (r *rendered) copy() *rendered {
-	c := *r
-	c.objects = make(map[string]*structpb.Struct, len(r.objects))
-	for k, o := range r.objects {
-		c.objects[k] = proto.CloneOf(o)
-	}
-	return &c
+	return r, nil
 }
 
 // renderAll renders every object m needs and converts each to a Struct: the Deployment,
