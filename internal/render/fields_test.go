@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/render/rendertest"
 )
@@ -43,24 +44,29 @@ func rendered(t *testing.T, m render.Memcached) string {
 	return string(b)
 }
 
-// TestKey checks what the keys of Memcacheds are for: equal for equal Memcacheds, whatever
-// the form their values were written in, and different for any change of any field.
+// TestKey checks what the keys of Memcacheds (lru.KeyOf, which keys the function's render
+// cache and the provider's drift verdicts) are for: equal for equal Memcacheds, whatever the
+// form their values were written in, and different for any change of any field.
 func TestKey(t *testing.T) {
+	key := func(m render.Memcached) lru.Key {
+		k, err := lru.KeyOf(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
 	base := rendertest.Base()
-	if got, again := render.Key(base), render.Key(rendertest.Base()); got != again {
-		t.Errorf("Key(Base()) = %q, then %q: want one key for equal Memcacheds", got, again)
+	if key(base) != key(rendertest.Base()) {
+		t.Error("two keys for equal Memcacheds")
 	}
 	same := rendertest.Base()
 	same.CPULimit = ptr.To(resource.MustParse("1000m")) // Base's 1, written otherwise.
-	if render.Key(same) != render.Key(base) || rendered(t, same) != rendered(t, base) {
-		t.Errorf("CPU limits 1000m and 1 render the same, and Key(...) must be the same for both")
+	if key(same) != key(base) || rendered(t, same) != rendered(t, base) {
+		t.Errorf("CPU limits 1000m and 1 render the same, and their keys must be the same")
 	}
 	for p, m := range rendertest.Variants(t) {
-		if render.Key(m) == render.Key(base) {
-			t.Errorf("Key(...) is the same after a change of %s", p)
+		if key(m) == key(base) {
+			t.Errorf("the key is the same after a change of %s", p)
 		}
-	}
-	if got, want := string(render.AppendKey([]byte("prefix|"), base)), "prefix|"+render.Key(base); got != want {
-		t.Errorf("AppendKey(prefix, m) = %q, want %q", got, want)
 	}
 }

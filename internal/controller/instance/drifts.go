@@ -1,13 +1,11 @@
 package instance
 
 import (
-	"crypto/sha256"
-	"sync"
-
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -15,19 +13,22 @@ import (
 // Memcached the Instance resolves to and the versions of its live objects. Judging drift means
 // extracting the Instance's fields from each object's managed fields and diffing them, a few
 // milliseconds per Instance; an Instance polled while nothing changed judges nothing again.
+// They hold at most instanceMemoSize Instances: one evicted is judged again at its next
+// reconcile. A nil Drifts judges every time. The workqueue never reconciles one Instance
+// twice at once, so reading and then recording its verdict needs no lock of its own.
 type Drifts struct {
-	mu   sync.Mutex
-	last map[types.UID]judged
+	last *lru.Cache[types.UID, judged]
 }
 
+// judged is a drift verdict and the basis it was judged on.
 type judged struct {
-	on   string
+	on   lru.Key
 	diff string
 }
 
 // NewDrifts returns Drifts that remember nothing yet.
 func NewDrifts() *Drifts {
-	return &Drifts{last: map[types.UID]judged{}}
+	return &Drifts{last: lru.New[types.UID, judged](instanceMemoSize)}
 }
 
 // Judge returns the drift of o from m for cr, judging it with judge unless it was judged on
@@ -36,20 +37,19 @@ func (d *Drifts) Judge(cr *v1alpha1.Instance, o observed, m render.Memcached, ju
 	if d == nil {
 		return judge()
 	}
-	on := basis(cr, o, m)
-	d.mu.Lock()
-	j, ok := d.last[cr.GetUID()]
-	d.mu.Unlock()
-	if ok && j.on == on {
+	on, err := basis(cr, o, m)
+	if err != nil {
+		// What cannot be keyed is judged, and not remembered.
+		return judge()
+	}
+	if j, ok := d.last.Get(cr.GetUID()); ok && j.on == on {
 		return j.diff, nil
 	}
 	diff, err := judge()
 	if err != nil {
 		return "", err
 	}
-	d.mu.Lock()
-	d.last[cr.GetUID()] = judged{on: on, diff: diff}
-	d.mu.Unlock()
+	d.last.Add(cr.GetUID(), judged{on: on, diff: diff})
 	return diff, nil
 }
 
@@ -58,24 +58,33 @@ func (d *Drifts) Forget(uid types.UID) {
 	if d == nil {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.last, uid)
+	d.last.Remove(uid)
 }
 
-// basis is what a drift verdict depends on: the Instance's identity (its field manager and
-// ownership stamp), the Memcached it resolves to (its canonical key, which holds every field,
-// so no change of the spec can reuse a verdict judged on another), and each live object's UID
-// and version. It is kept as a SHA-256 digest: the key holds the credentials and the TLS
-// private key, which must not live on in the map of every Instance's verdict.
-func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) string {
-	b := make([]byte, 0, 512)
-	b = append(b, cr.GetNamespace()+"/"+cr.GetName()+"/"+string(cr.GetUID())+"|"...)
-	b = render.AppendKey(b, m)
+// driftBasis is what a drift verdict depends on: the Instance's identity (its field manager
+// and ownership stamp), the Memcached it resolves to (every field, so no change of the spec
+// can reuse a verdict judged on another), and each live object's UID and version.
+type driftBasis struct {
+	Instance  types.NamespacedName
+	UID       types.UID
+	Memcached render.Memcached
+	Live      []liveVersion
+}
+
+// liveVersion is one live object's version, under its role.
+type liveVersion struct {
+	Role            string
+	UID             types.UID
+	ResourceVersion string
+}
+
+// basis is the key of cr's driftBasis. lru.KeyOf is a SHA-256 digest: the Memcached holds
+// the credentials and the TLS private key, which must not live on in the memo of every
+// Instance's verdict.
+func basis(cr *v1alpha1.Instance, o observed, m render.Memcached) (lru.Key, error) {
+	b := driftBasis{Instance: instanceKey(cr), UID: cr.GetUID(), Memcached: m, Live: make([]liveVersion, 0, len(o))}
 	o.each(func(k managedKind, obj client.Object) {
-		b = append(b, "|"+k.role+"="+string(obj.GetUID())+"@"+obj.GetResourceVersion()...)
+		b.Live = append(b.Live, liveVersion{Role: k.role, UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()})
 	})
-	sum := sha256.Sum256(b)
-	clear(b)
-	return string(sum[:])
+	return lru.KeyOf(b)
 }

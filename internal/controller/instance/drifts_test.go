@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/render/rendertest"
 )
@@ -104,13 +108,104 @@ func TestEverySpecFieldKeysTheDriftBasis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := basis(i, o, rendertest.Base())
-	if again := basis(i, o, rendertest.Base()); again != base {
+	base := mustBasis(t, i, o, rendertest.Base())
+	if again := mustBasis(t, i, o, rendertest.Base()); again != base {
 		t.Fatal("basis(...) differs for equal Memcacheds")
 	}
 	for p, m := range rendertest.Variants(t) {
-		if basis(i, o, m) == base {
+		if mustBasis(t, i, o, m) == base {
 			t.Errorf("basis(...) is the same after a change of render.Memcached.%s: the verdict judged on the old spec would stand, and the change would never be applied", p)
 		}
 	}
+}
+
+// TestDriftBasis proves that a drift verdict is judged again when the Instance is another
+// (its field manager and ownership stamp differ) or any of its live objects changed, went or
+// was replaced: a verdict judged on other objects would hide a change made by hand, which
+// would then never be undone.
+func TestDriftBasis(t *testing.T) {
+	i := instance(was(available))
+	c := applied(t, i, rollout(3))
+	e := &External{Target: newTarget(c), Settings: settings(t)}
+	live, _, err := e.observe(context.Background(), i, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := memcached(t)
+	base := mustBasis(t, i, live, m)
+	if len(live) < 2 {
+		t.Fatalf("observed %d live objects, want a Deployment and more to change", len(live))
+	}
+
+	type args struct {
+		change func(i *v1alpha1.Instance, o observed)
+	}
+	type want struct {
+		same bool
+	}
+	type testCase struct {
+		reason string
+		args   args
+		want   want
+	}
+	cases := map[string]testCase{
+		"Unchanged": {
+			reason: "The same Instance over the same objects keeps its verdict.",
+			args:   args{change: func(*v1alpha1.Instance, observed) {}},
+			want:   want{same: true},
+		},
+		"InstanceUID": {
+			reason: "An Instance recreated under the same name owns nothing of its predecessor's.",
+			args:   args{change: func(i *v1alpha1.Instance, _ observed) { i.SetUID("another-uid") }},
+		},
+		"InstanceName": {
+			reason: "Another Instance applies with another field manager.",
+			args:   args{change: func(i *v1alpha1.Instance, _ observed) { i.SetName("carts") }},
+		},
+		"InstanceNamespace": {
+			reason: "Another namespace's Instance applies with another field manager.",
+			args:   args{change: func(i *v1alpha1.Instance, _ observed) { i.SetNamespace("team-b") }},
+		},
+	}
+	for _, k := range managedKinds {
+		if _, ok := live[k.role]; !ok {
+			continue
+		}
+		cases[k.role+"Version"] = testCase{
+			reason: "A " + k.kind + " changed (by hand, or by a controller) is judged again.",
+			args: args{change: func(_ *v1alpha1.Instance, o observed) {
+				o[k.role].SetResourceVersion(o[k.role].GetResourceVersion() + "1")
+			}},
+		}
+		cases[k.role+"UID"] = testCase{
+			reason: "A " + k.kind + " deleted and made again between two reconciles is judged again.",
+			args:   args{change: func(_ *v1alpha1.Instance, o observed) { o[k.role].SetUID("another-uid") }},
+		}
+		cases[k.role+"Gone"] = testCase{
+			reason: "A " + k.kind + " that went is judged again.",
+			args:   args{change: func(_ *v1alpha1.Instance, o observed) { delete(o, k.role) }},
+		}
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ci, co := i.DeepCopy(), observed{}
+			for role, obj := range live {
+				co[role] = obj.DeepCopyObject().(client.Object)
+			}
+			tc.args.change(ci, co)
+			if got := mustBasis(t, ci, co, m) == base; got != tc.want.same {
+				t.Errorf("\n%s\nbasis(...) unchanged: %v, want %v", tc.reason, got, tc.want.same)
+			}
+		})
+	}
+}
+
+// mustBasis is basis(i, o, m), failing t when it cannot be made.
+func mustBasis(t *testing.T, i *v1alpha1.Instance, o observed, m render.Memcached) lru.Key {
+	t.Helper()
+	k, err := basis(i, o, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -1,38 +1,37 @@
 package instance
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/example/function-memcached/internal/lru"
 )
 
 // Expiries remember when each Instance's TLS certificate expires. Expiry is a moment, not a
 // change any watch sees, so a settled Instance, which polls rarely, polls again when its
 // certificate expires (PollIntervalHook) and says so then rather than up to --settled-poll
-// later.
+// later. They hold at most instanceMemoSize Instances: one evicted polls at the settled
+// interval, so its expiry shows up to --settled-poll late, until its next reconcile, which
+// remembers it again. A nil Expiries remembers none, so callers need no check of their own.
 type Expiries struct {
-	mu sync.Mutex
-	at map[types.UID]time.Time
+	at *lru.Cache[types.UID, time.Time]
 }
 
 // NewExpiries returns Expiries that remember none.
 func NewExpiries() *Expiries {
-	return &Expiries{at: map[types.UID]time.Time{}}
+	return &Expiries{at: lru.New[types.UID, time.Time](instanceMemoSize)}
 }
 
 // Set remembers that uid's certificate expires at t; a zero t forgets it (no TLS).
 func (x *Expiries) Set(uid types.UID, t time.Time) {
-	if x == nil {
-		return
+	switch {
+	case x == nil:
+	case t.IsZero():
+		x.at.Remove(uid)
+	default:
+		x.at.Add(uid, t)
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if t.IsZero() {
-		delete(x.at, uid)
-		return
-	}
-	x.at[uid] = t
 }
 
 // Forget forgets a deleted Instance.
@@ -43,8 +42,5 @@ func (x *Expiries) At(uid types.UID) (time.Time, bool) {
 	if x == nil {
 		return time.Time{}, false
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	t, ok := x.at[uid]
-	return t, ok
+	return x.at.Get(uid)
 }

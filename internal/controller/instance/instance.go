@@ -70,6 +70,15 @@ const (
 	controlPlaneTimeout = 10 * time.Second
 )
 
+// instanceMemoSize bounds each memo the provider keeps per Instance (Transitions, Drifts,
+// Expiries, UnchangedStatus). It is far above the Instances one provider serves, so that an
+// Instance that is reconciled is never evicted in practice, and it is a bound so that the
+// entries of Instances that went without being forgotten (let go under managementPolicies
+// without Delete, which the managed reconciler does without observing them, or whose
+// finalizer was removed by hand) cannot pile up for the life of the process. An evicted
+// entry only costs work (each memo says which), never a wrong answer.
+const instanceMemoSize = 1 << 16 // 65,536
+
 // FeatureBuiltinPolicy, enabled by the provider's --allow-builtin-policy, lets Instances use
 // the built-in policy (any registry, any ProviderConfig) when no Composition is labelled
 // memcached.example.com/instance-policy=true. Without it they are refused: the policy

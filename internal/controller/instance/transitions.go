@@ -1,25 +1,27 @@
 package instance
 
 import (
-	"sync"
-
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/example/function-memcached/internal/lru"
 	"github.com/example/function-memcached/internal/readiness"
 )
 
 // Transitions remember the availability each Instance last reported in this process, so that
 // a transition is announced once. The managed reconciler reads Instances from a cache, and a
 // reconcile that starts before the cache holds the status the previous one wrote sees the old
-// availability, and would announce the same change again.
+// availability, and would announce the same change again. They hold at most
+// instanceMemoSize Instances: one evicted falls back to its persisted status, as after a
+// provider restart, which is what it last wrote once the cache catches up. A nil Transitions
+// compares with the status only. The workqueue never reconciles one Instance twice at once,
+// so reading and then recording its entry needs no lock of its own.
 type Transitions struct {
-	mu   sync.Mutex
-	last map[types.UID]readiness.State
+	last *lru.Cache[types.UID, readiness.State]
 }
 
 // NewTransitions returns Transitions that remember nothing yet.
 func NewTransitions() *Transitions {
-	return &Transitions{last: map[types.UID]readiness.State{}}
+	return &Transitions{last: lru.New[types.UID, readiness.State](instanceMemoSize)}
 }
 
 // Changed records that the Instance uid now reports availability now, and reports whether
@@ -29,13 +31,11 @@ func (t *Transitions) Changed(uid types.UID, persisted, now readiness.State) boo
 	if t == nil {
 		return persisted != now
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	last, ok := t.last[uid]
+	last, ok := t.last.Get(uid)
 	if !ok {
 		last = persisted
 	}
-	t.last[uid] = now
+	t.last.Add(uid, now)
 	return last != now
 }
 
@@ -47,9 +47,7 @@ func (t *Transitions) Reason(uid types.UID, persisted string) string {
 	if t == nil {
 		return persisted
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	last, ok := t.last[uid]
+	last, ok := t.last.Get(uid)
 	if !ok {
 		return persisted
 	}
@@ -61,7 +59,5 @@ func (t *Transitions) Forget(uid types.UID) {
 	if t == nil {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.last, uid)
+	t.last.Remove(uid)
 }

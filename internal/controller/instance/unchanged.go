@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/lru"
 )
 
 // UnchangedStatus is a client of the control plane that skips writing an Instance's status
@@ -19,12 +19,13 @@ import (
 // every minute those no-op writes were a third of an idle provider's CPU (encoding the
 // Instance, the round trip, decoding the answer) and as many requests to the API server. A
 // write is skipped only when the Instance still has the resourceVersion it was read with, so
-// a status that is not the latest one is never taken for unchanged.
+// a status that is not the latest one is never taken for unchanged. It remembers at most
+// instanceMemoSize Instances: one evicted has its next status written, changed or not, one
+// request more.
 type UnchangedStatus struct {
 	client.Client
 
-	mu   sync.Mutex
-	read map[types.NamespacedName]readStatus
+	read *lru.Cache[types.NamespacedName, readStatus]
 }
 
 type readStatus struct {
@@ -34,7 +35,7 @@ type readStatus struct {
 
 // NewUnchangedStatus wraps c.
 func NewUnchangedStatus(c client.Client) *UnchangedStatus {
-	return &UnchangedStatus{Client: c, read: map[types.NamespacedName]readStatus{}}
+	return &UnchangedStatus{Client: c, read: lru.New[types.NamespacedName, readStatus](instanceMemoSize)}
 }
 
 // Get reads obj, remembering an Instance's status as read, and forgetting an Instance that is
@@ -45,9 +46,7 @@ func (c *UnchangedStatus) Get(ctx context.Context, key client.ObjectKey, obj cli
 	switch {
 	case !ok:
 	case kerrors.IsNotFound(err):
-		c.mu.Lock()
-		delete(c.read, key)
-		c.mu.Unlock()
+		c.read.Remove(key)
 	case err == nil:
 		c.remember(i)
 	}
@@ -56,9 +55,7 @@ func (c *UnchangedStatus) Get(ctx context.Context, key client.ObjectKey, obj cli
 
 // remember remembers the status of i as it is now.
 func (c *UnchangedStatus) remember(i *v1alpha1.Instance) {
-	c.mu.Lock()
-	c.read[types.NamespacedName{Namespace: i.GetNamespace(), Name: i.GetName()}] = readStatus{resourceVersion: i.GetResourceVersion(), status: *i.Status.DeepCopy()}
-	c.mu.Unlock()
+	c.read.Add(types.NamespacedName{Namespace: i.GetNamespace(), Name: i.GetName()}, readStatus{resourceVersion: i.GetResourceVersion(), status: *i.Status.DeepCopy()})
 }
 
 // Status writes statuses, but not an Instance's that did not change.
@@ -68,9 +65,7 @@ func (c *UnchangedStatus) Status() client.SubResourceWriter {
 
 // unchanged reports whether i holds the status it was read with, at the same version.
 func (c *UnchangedStatus) unchanged(i *v1alpha1.Instance) bool {
-	c.mu.Lock()
-	r, ok := c.read[types.NamespacedName{Namespace: i.GetNamespace(), Name: i.GetName()}]
-	c.mu.Unlock()
+	r, ok := c.read.Get(types.NamespacedName{Namespace: i.GetNamespace(), Name: i.GetName()})
 	return ok && r.resourceVersion == i.GetResourceVersion() && equality.Semantic.DeepEqual(r.status, i.Status)
 }
 

@@ -308,7 +308,7 @@ func TestWakes(t *testing.T) {
 			}
 			// Every watch registers its handler once the manager has started it.
 			deadline := time.Now().Add(10 * time.Second)
-			for len(c.byGK) < len(wakeRules)+1 || !registered(c) {
+			for !registered(c, len(wakeRules)+1) {
 				if time.Now().After(deadline) {
 					t.Fatal("the watches did not start")
 				}
@@ -326,10 +326,13 @@ func TestWakes(t *testing.T) {
 	}
 }
 
-// registered reports whether every informer of c has a handler.
-func registered(c *informers) bool {
+// registered reports whether c has at least kinds informers and every one has a handler.
+func registered(c *informers, kinds int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.byGK) < kinds {
+		return false
+	}
 	for _, i := range c.byGK {
 		i.mu.Lock()
 		n := len(i.handlers)
