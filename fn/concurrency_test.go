@@ -25,9 +25,9 @@ import (
 // race detector, which fails it on any unsynchronised access.
 func TestRunFunctionConcurrently(t *testing.T) {
 	type call struct {
-		name      string
-		req *fnv1.RunFunctionRequest
-		rsp       *fnv1.RunFunctionResponse
+		name string
+		req  *fnv1.RunFunctionRequest
+		rsp  *fnv1.RunFunctionResponse
 	}
 	var calls []call
 	for _, path := range fixtures(t) {

@@ -16,8 +16,8 @@ import (
 // UnchangedStatus is a client of the control plane that skips writing an Instance's status
 // when it holds exactly what was read. crossplane-runtime's managed reconciler writes the
 // status at the end of every reconcile, changed or not, and with hundreds of Instances polled
-// every minute those no-op writes were a third of an idle provider's CPU (encoding the
-// Instance, the round trip, decoding the answer) and as many requests to the API server. A
+// every minute those no-op writes were much of an idle provider's CPU and as many requests to
+// the API server (docs/performance.md, the provider at scale). A
 // write is skipped only when the Instance still has the resourceVersion it was read with, so
 // a status that is not the latest one is never taken for unchanged. It remembers at most
 // instanceMemoSize Instances: one evicted has its next status written, changed or not, one
