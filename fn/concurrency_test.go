@@ -44,7 +44,12 @@ func TestRunFunctionConcurrently(t *testing.T) {
 
 	const goroutines, rounds = 8, 2
 	var wg sync.WaitGroup
-	errs := make(chan string, goroutines*rounds*len(calls))
+	errs := make(chan string, 2*goroutines*rounds*len(calls))
+	type answer struct {
+		c   call
+		rsp *fnv1.RunFunctionResponse
+	}
+	answers := make(chan answer, goroutines*rounds*len(calls))
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range rounds * len(calls) {
@@ -56,13 +61,25 @@ func TestRunFunctionConcurrently(t *testing.T) {
 					errs <- fmt.Sprintf("%s: RunFunction(...): unexpected gRPC error: %v", c.name, err)
 					continue
 				}
+				// gRPC encodes the response after RunFunction returns, while other calls run.
+				if _, err := proto.Marshal(got); err != nil {
+					errs <- fmt.Sprintf("%s: cannot encode the response: %v", c.name, err)
+				}
 				if !proto.Equal(c.rsp, got) { // cmp.Diff only to say how: it costs ten times more.
 					errs <- fmt.Sprintf("%s: RunFunction(...) called concurrently: -want (golden), +got:\n%s", c.name, cmp.Diff(c.rsp, got, protocmp.Transform()))
 				}
+				answers <- answer{c: c, rsp: got}
 			}
 		})
 	}
 	wg.Wait()
+	// A later call that changed what an earlier response holds (a shared rendering) shows now.
+	close(answers)
+	for a := range answers {
+		if !proto.Equal(a.c.rsp, a.rsp) {
+			errs <- fmt.Sprintf("%s: a response changed after RunFunction returned it: -want (golden), +got:\n%s", a.c.name, cmp.Diff(a.c.rsp, a.rsp, protocmp.Transform()))
+		}
+	}
 	close(errs)
 	for e := range errs {
 		t.Error(e)

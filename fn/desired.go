@@ -1,6 +1,7 @@
 package fn
 
 import (
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +20,16 @@ import (
 	"github.com/example/function-memcached/internal/render"
 )
 
-// maxCachedRenders bounds the render cache. Each entry is a few kilobytes; a control plane
-// with more distinct Memcacheds than this renders some of them again, which is correct, only
-// slower.
+// maxCachedRenders bounds the render cache: a control plane with more distinct Memcacheds than
+// this renders some of them again, which is correct, only slower.
 const maxCachedRenders = 1024
+
+// maxCachedRenderBytes is the largest rendering the cache keeps, as encoded. An ordinary one
+// takes a few KiB; a tenant's spec can make one far larger (a TLS Secret padded to 1 MiB, which
+// the TLS copy and the connection details carry, a list of tolerations), and without this bound
+// a tenant rewriting its spec could make the shared function hold a gigabyte. A larger one is
+// rendered on every call instead, costing its own tenant the time.
+const maxCachedRenderBytes = 64 << 10
 
 // rendered is what the function desires for one resolved Memcached, converted to the
 // protobuf form of the response. Responses share it read-only (protobuf encodes a message
@@ -58,18 +65,30 @@ type renderInput struct {
 // rendering and converting its objects is most of what a call would cost. The rendering is
 // shared with every other call of the same Memcached: read it, never change it.
 func (f *Function) rendering(in renderInput) (*rendered, error) {
-	key, err := lru.KeyOf(in)
+	key, kerr := lru.KeyOf(in)
+	if r, ok := f.renders.Get(key); ok && kerr == nil {
+		return r, nil
+	}
+	r, err := renderAll(in.M, in.Namespaced, in.Placement, in.InstanceKey, in.InstanceName)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := f.renders.Get(key)
-	if !ok {
-		if r, err = renderAll(in.M, in.Namespaced, in.Placement, in.InstanceKey, in.InstanceName); err != nil {
-			return nil, err
-		}
+	if kerr == nil && r.size() <= maxCachedRenderBytes {
 		f.renders.Add(key, r)
 	}
 	return r, nil
+}
+
+// size is how many bytes r's objects and connection details take, encoded.
+func (r *rendered) size() int {
+	n := 0
+	for _, o := range r.objects {
+		n += proto.Size(o)
+	}
+	for _, v := range r.connection {
+		n += len(v)
+	}
+	return n
 }
 
 // renderAll renders every object m needs and converts each to a Struct: the Deployment,

@@ -112,22 +112,15 @@ type Function struct {
 
 // New returns a Function that logs to log. Per-call logs are at debug level only, so a busy
 // control plane does not log a line per reconcile.
-func New(log logging.Logger, opts ...Option) *Function {
-	f := &Function{
+func New(log logging.Logger) *Function {
+	return &Function{
 		log:         log,
 		renders:     lru.New[lru.Key, *rendered](maxCachedRenders),
 		tlsVerdicts: lru.New[lru.Key, tlsVerdict](maxTLSVerdicts),
 		credentials: credentials.NewStore(),
 		now:         time.Now,
 	}
-	for _, o := range opts {
-		o(f)
-	}
-	return f
 }
-
-// An Option configures a Function made by New.
-type Option func(*Function)
 
 // RunFunction composes a Memcached. It never returns a gRPC error: bad input is reported in
 // the response, as a Fatal result for the platform team's Input and as a Warning plus the
@@ -368,6 +361,7 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 		cond.Message = explain(rsp, req, d.m, cond.Message)
 	}
 	*v = verdict{cond: cond, r: *r, elsewhere: d.placement != nil, instance: oi}
+	v.r.connection = maps.Clone(r.connection) // This call's: the rendering's is shared.
 	if d.placement != nil {
 		// The connection details are the Instance's, not the rendering's: this call's alone.
 		v.r.connection = remoteConnection(o, r, ik, d.t.namespaced)

@@ -1,10 +1,12 @@
 package fn
 
 import (
+	"reflect"
 	"testing"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/internal/lru"
+	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/render/rendertest"
 )
 
@@ -50,6 +52,17 @@ func TestEverySpecFieldKeysTheRenderCache(t *testing.T) {
 	for name, a := range cases {
 		if key(a) == key(base) {
 			t.Errorf("the render key is the same after a change of %s: a rendering of the old spec would be served", name)
+		}
+	}
+}
+
+// TestKeyTypes checks that the function's cache keys cover every field of what they key
+// (lru.Keyable): a field lru.KeyOf leaves out would let two inputs share a rendering or a TLS
+// verdict.
+func TestKeyTypes(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[renderInput](), reflect.TypeFor[tlsVerdictInput](), reflect.TypeFor[render.Memcached]()} {
+		if err := lru.Keyable(typ); err != nil {
+			t.Error(err)
 		}
 	}
 }

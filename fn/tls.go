@@ -30,8 +30,7 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 		_, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, nil, now)
 		return nil, time.Time{}, errs
 	}
-	k, err := lru.KeyOf(tlsVerdictInput{Name: name, Namespace: m.Namespace, Host: host, Type: secret.Type,
-		Certificate: secret.Data[corev1.TLSCertKey], PrivateKey: secret.Data[corev1.TLSPrivateKeyKey], CA: secret.Data[corev1.ServiceAccountRootCAKey]})
+	k, err := lru.KeyOf(tlsVerdictInput{Name: name, Namespace: m.Namespace, Host: host, Type: secret.Type, Data: secret.Data})
 	v, ok := f.tlsVerdicts.Get(k)
 	if !ok || err != nil || now.After(v.until) {
 		t, errs := resolve.TLSSecret(tlsPath, name, m.Namespace, host, secret, now)
@@ -39,7 +38,7 @@ func (f *Function) servedTLS(o *observation, m render.Memcached, name string, se
 			return nil, time.Time{}, errs
 		}
 		v = tlsVerdict{tls: t, until: resolve.TLSSecretExpiry(secret)}
-		if err == nil && tlsBytes(secret) <= maxRememberedTLSBytes {
+		if err == nil && v.size() <= maxRememberedTLSBytes {
 			f.tlsVerdicts.Add(k, v)
 		}
 	}
@@ -70,17 +69,17 @@ type tlsVerdict struct {
 }
 
 // tlsVerdictInput is everything a verdict of resolve.TLSSecret depends on but the time: the
-// Secret's name, namespace, type and the data it reads, and the host. Its lru.KeyOf keys the
-// remembered verdicts.
+// Secret's name, namespace, type and data, and the host. Its lru.KeyOf keys the remembered
+// verdicts.
 type tlsVerdictInput struct {
-	Name, Namespace, Host       string
-	Type                        corev1.SecretType
-	Certificate, PrivateKey, CA []byte
+	Name, Namespace, Host string
+	Type                  corev1.SecretType
+	Data                  map[string][]byte
 }
 
-// tlsBytes is the size of what resolve.TLSSecret reads of secret.
-func tlsBytes(secret *corev1.Secret) int {
-	return len(secret.Data[corev1.TLSCertKey]) + len(secret.Data[corev1.TLSPrivateKeyKey]) + len(secret.Data[corev1.ServiceAccountRootCAKey])
+// size is how many bytes of the tenant's Secret v keeps.
+func (v tlsVerdict) size() int {
+	return len(v.tls.Certificate) + len(v.tls.PrivateKey) + len(v.tls.CA)
 }
 
 // loadedDigest is the certificate digest the pod template carries for a pair of digest want:

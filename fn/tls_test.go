@@ -70,16 +70,18 @@ func TestTLSExpiresWhileRunning(t *testing.T) {
 
 // TestTLSVerdictsBounded: the function remembers an accepted TLS Secret of ordinary size, and
 // accepts but does not remember one padded past maxRememberedTLSBytes (its ca.crt the same CA
-// many times over), so that no tenant can make the shared function hold its Secrets' bytes a
-// thousand times over by rewriting one.
+// many times over), nor the rendering that carries it (maxCachedRenderBytes), so that no
+// tenant can make the shared function hold its Secrets' bytes a thousand times over by
+// rewriting one.
 func TestTLSVerdictsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		reason   string
 		copies   int
 		remember int
+		renders  int
 	}{
-		{reason: "An ordinary pair is remembered.", copies: 1, remember: 1},
-		{reason: "A padded pair is accepted and checked again on every call.", copies: 200, remember: 0},
+		{reason: "An ordinary pair is remembered, and so is the rendering that serves it.", copies: 1, remember: 1, renders: 1},
+		{reason: "A padded pair is accepted and checked again on every call, and its rendering, which carries the padding, is made again.", copies: 200, remember: 0, renders: 0},
 	} {
 		req := &fnv1.RunFunctionRequest{}
 		readProtoYAML(t, filepath.Join("testdata", "tls-steady", "request.yaml"), req)
@@ -103,6 +105,9 @@ func TestTLSVerdictsBounded(t *testing.T) {
 		}
 		if got := f.tlsVerdicts.Len(); got != tc.remember {
 			t.Errorf("%s\nremembered verdicts: got %d, want %d", tc.reason, got, tc.remember)
+		}
+		if got := f.renders.Len(); got != tc.renders {
+			t.Errorf("%s\nremembered renderings: got %d, want %d", tc.reason, got, tc.renders)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (c *cli) Run() error {
 // newLogger is function-sdk-go's logging.NewLogger without zap's log sampling at info level:
 // the function logs one line at info level when it starts and per call only at debug level,
 // so the sampler would never sample, yet its counters stay on the heap for the life of the
-// process (docs/performance.md, the function over gRPC).
+// process (docs/performance-history.md, the function over gRPC).
 func newLogger(debug bool) (logging.Logger, error) {
 	if debug {
 		return logging.NewLogger(true)

@@ -1,6 +1,7 @@
 package lru
 
 import (
+	"reflect"
 	"sync"
 	"testing"
 
@@ -127,4 +128,41 @@ func TestKeyOf(t *testing.T) {
 	if _, err := KeyOf(func() {}); err == nil {
 		t.Error("KeyOf(a func): want an error, got none")
 	}
+}
+
+// TestKeyable checks that a key type whose field KeyOf would leave out is refused.
+func TestKeyable(t *testing.T) {
+	type good struct {
+		Name string
+		Size *int32 `json:"size"`
+	}
+	type unexported struct {
+		Name string
+		size int32
+	}
+	type skipped struct {
+		Name string `json:"-"`
+	}
+	type omitted struct {
+		Name string `json:"name,omitempty"`
+	}
+	cases := map[string]struct {
+		reason string
+		typ    reflect.Type
+		ok     bool
+	}{
+		"Good":       {reason: "Exported fields JSON always writes are keyable.", typ: reflect.TypeFor[good](), ok: true},
+		"Unexported": {reason: "JSON leaves an unexported field out.", typ: reflect.TypeFor[unexported]()},
+		"Skipped":    {reason: "JSON leaves a field tagged - out.", typ: reflect.TypeFor[skipped]()},
+		"Omitted":    {reason: "JSON leaves an omitempty field out when empty.", typ: reflect.TypeFor[omitted]()},
+		"NotStruct":  {reason: "Only a struct is checked.", typ: reflect.TypeFor[string]()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := Keyable(tc.typ); (err == nil) != tc.ok {
+				t.Errorf("%s\nKeyable(%s) = %v, want ok %t", tc.reason, tc.typ, err, tc.ok)
+			}
+		})
+	}
+	_ = unexported{}.size
 }

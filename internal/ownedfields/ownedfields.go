@@ -153,8 +153,16 @@ var schemas = sync.OnceValues(func() (*schema.Schema, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read client-go's schemas")
 	}
-	deduced, metadata := "__untyped_deduced_", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
-	types := make([]schema.TypeDef, 0, len(cm.Schema().Types)+1)
+	// The type structured-merge-diff deduces from content, by its own name, and its definition
+	// where client-go's schemas lack it.
+	deduced, metadata := *typed.DeducedParseableType.TypeRef.NamedType, "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+	if _, ok := cm.Schema().FindNamedType(metadata); !ok {
+		return nil, errors.Errorf("client-go's schemas lack %s", metadata)
+	}
+	types := make([]schema.TypeDef, 0, len(cm.Schema().Types)+len(typed.DeducedParseableType.Schema.Types)+1)
+	if _, ok := cm.Schema().FindNamedType(deduced); !ok {
+		types = append(types, typed.DeducedParseableType.Schema.Types...)
+	}
 	for _, t := range cm.Schema().Types {
 		if t.Map != nil && len(t.Map.Fields) > 0 && t.Map.ElementType == (schema.TypeRef{}) {
 			m := &schema.Map{}

@@ -273,3 +273,35 @@ func object(t *testing.T, y string) map[string]any {
 	}
 	return o
 }
+
+// TestKindsReadByTheirSchema checks that every kind the function and the provider apply is
+// read by client-go's schema of it, not deduced: deduced, a list of containers would be
+// atomic, and a Deployment held after an invalid spec would take over the sidecars another
+// controller injected. An upgrade of client-go or structured-merge-diff that renames the
+// schemas fails here.
+func TestKindsReadByTheirSchema(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		apiVersion string
+		kind       string
+		want       string
+	}{
+		"Deployment":          {reason: "The function's and the provider's workload.", apiVersion: "apps/v1", kind: "Deployment", want: "io.k8s.api.apps.v1.Deployment"},
+		"Service":             {reason: "The headless Service.", apiVersion: "v1", kind: "Service", want: "io.k8s.api.core.v1.Service"},
+		"PodDisruptionBudget": {reason: "The PodDisruptionBudget.", apiVersion: "policy/v1", kind: "PodDisruptionBudget", want: "io.k8s.api.policy.v1.PodDisruptionBudget"},
+		"NetworkPolicy":       {reason: "The NetworkPolicy.", apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy", want: "io.k8s.api.networking.v1.NetworkPolicy"},
+		"Secret":              {reason: "The auth, TLS and connection Secrets.", apiVersion: "v1", kind: "Secret", want: "io.k8s.api.core.v1.Secret"},
+		"CustomResource":      {reason: "A kind client-go does not know: its metadata by ObjectMeta, the rest deduced.", apiVersion: "monitoring.coreos.com/v1", kind: "ServiceMonitor", want: objectType},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tv, err := typedObject(map[string]any{"apiVersion": tc.apiVersion, "kind": tc.kind, "metadata": map[string]any{"name": "sessions"}})
+			if err != nil {
+				t.Fatalf("%s\ntypedObject(...): %v", tc.reason, err)
+			}
+			if got := tv.TypeRef().NamedType; got == nil || *got != tc.want {
+				t.Errorf("%s\ntypedObject(%s).TypeRef(): got %v, want %s", tc.reason, tc.kind, got, tc.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,4 +209,15 @@ func mustBasis(t *testing.T, i *v1alpha1.Instance, o observed, m render.Memcache
 		t.Fatal(err)
 	}
 	return k
+}
+
+// TestDriftBasisKeyTypes checks that the drift basis covers every field of what it keys
+// (lru.Keyable): a field lru.KeyOf leaves out would let a verdict judged on one state of an
+// Instance stand for another.
+func TestDriftBasisKeyTypes(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[driftBasis](), reflect.TypeFor[liveVersion]()} {
+		if err := lru.Keyable(typ); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -17,7 +17,7 @@ import (
 // when it holds exactly what was read. crossplane-runtime's managed reconciler writes the
 // status at the end of every reconcile, changed or not, and with hundreds of Instances polled
 // every minute those no-op writes were much of an idle provider's CPU and as many requests to
-// the API server (docs/performance.md, the provider at scale). A
+// the API server (docs/performance-history.md, the provider at scale). A
 // write is skipped only when the Instance still has the resourceVersion it was read with, so
 // a status that is not the latest one is never taken for unchanged. It remembers at most
 // instanceMemoSize Instances: one evicted has its next status written, changed or not, one
