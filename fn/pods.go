@@ -32,7 +32,7 @@ func explain(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, m rend
 		var p corev1.Pod
 		// A pod that cannot be read (it never happens with a real API server) explains
 		// nothing; it is no reason to fail.
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.Resource.Object, &p) == nil {
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(r.AsMap(), &p) == nil {
 			pods = append(pods, p)
 		}
 	}

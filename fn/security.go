@@ -5,7 +5,6 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
@@ -61,9 +60,10 @@ func tlsSecretName(spec *cachev1alpha1.XMemcachedSpec) string {
 	return spec.TLS.SecretName
 }
 
-// requireTLSSecret asks Crossplane for the Secret name in namespace and returns it as the
-// request carries it: nil when it does not exist, and fetched false when Crossplane has not
-// been asked yet (the first call of a reconcile), in which case nothing can be decided.
+// requireTLSSecret asks Crossplane for the Secret name in namespace and returns its type and
+// data as the request carries them: nil when it does not exist, and fetched false when
+// Crossplane has not been asked yet (the first call of a reconcile), in which case nothing can
+// be decided. A value that is not base64 is left out, and the Secret then judged without it.
 func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, name, namespace string) (secret *corev1.Secret, fetched bool) {
 	items, fetched := require(rsp, req, RequirementTLSSecret, &fnv1.ResourceSelector{
 		ApiVersion: "v1",
@@ -74,10 +74,10 @@ func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 	if !fetched || len(items) == 0 {
 		return nil, fetched
 	}
-	s := &corev1.Secret{}
-	// A Secret that does not decode is reported like one of no type, without a certificate.
-	if runtime.DefaultUnstructuredConverter.FromUnstructured(items[0].Resource.Object, s) != nil {
-		return &corev1.Secret{}, true
+	fields := get(items[0], "data").GetStructValue().GetFields()
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
 	}
-	return s, true
+	return &corev1.Secret{Type: corev1.SecretType(str(items[0], "type")), Data: secretData(items[0], keys...)}, true
 }

@@ -25,7 +25,7 @@ import (
 // gRPC, for function-memcached and the no-op floor: what a call costs once protobuf encoding
 // and HTTP/2 are counted, which the in-process fn benchmarks leave out.
 func BenchmarkGRPC(b *testing.B) {
-	for _, fixture := range []string{"steady-state-ready", "steady-state-realistic"} {
+	for _, fixture := range []string{"steady-state-ready", "steady-state-realistic", "tls-steady"} {
 		y, err := os.ReadFile(filepath.Join("..", "..", "fn", "testdata", fixture, "request.yaml"))
 		if err != nil {
 			b.Fatal(err)
