@@ -4,7 +4,7 @@
 #                fnload at concurrency 1 and 8 with a realistic steady-state request (objects
 #                read back from a real API server), with the compact fixture and with the
 #                realistic one in an XR another pipeline step composes too, and with a
-#                steady-state request serving TLS; then a 200k-call run that samples resident
+#                realistic steady-state request serving TLS; then a 200k-call run that samples resident
 #                memory at 100k and 200k calls
 #
 # The servers are built as released (static, stripped), so resident memory compares what
@@ -15,7 +15,7 @@ BENCH_CALLS ?= 200000
 BENCH_REQUEST ?= fn/testdata/steady-state-realistic/request.yaml
 BENCH_COMPACT_REQUEST ?= fn/testdata/steady-state-ready/request.yaml
 BENCH_SHARED_REQUEST ?= fn/testdata/steady-state-shared/request.yaml
-BENCH_TLS_REQUEST ?= fn/testdata/tls-steady/request.yaml
+BENCH_TLS_REQUEST ?= fn/testdata/steady-state-realistic-tls/request.yaml
 
 .PHONY: bench
 bench: | $(BIN)

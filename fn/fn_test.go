@@ -50,6 +50,9 @@ func TestRunFunction(t *testing.T) {
 		"steady-state-realistic": {
 			reason: "A steady-state request as a real API server and Crossplane produce it (managed fields, defaulted fields, Crossplane's own spec fields) is read correctly: every resource ready, Available=True, no event.",
 		},
+		"steady-state-realistic-tls": {
+			reason: "The realistic steady state of a Memcached serving TLS (the tenant's Secret required, the observed copy holding its pair, the pods rolled to it) is read correctly: every resource ready, Available=True, no event, the TLS connection details reported.",
+		},
 		"steady-state-shared": {
 			reason: "In an XR another pipeline step composes too, that step's observed and desired resources neither change this function's answer nor are dropped: the realistic steady state's response, with the step's 20 ConfigMaps passed through.",
 		},
