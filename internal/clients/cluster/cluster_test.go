@@ -412,7 +412,7 @@ func TestWatched(t *testing.T) {
 	})
 	t.Run("Forbidden", func(t *testing.T) {
 		srv := apiServer(t, http.StatusForbidden)
-		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})
+		c, err := New(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 2 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ users:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(rc, Options{Kinds: testKinds, SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})
+	c, err := New(rc, Options{Kinds: testKinds, SyncTimeout: 2 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestRedirect(t *testing.T) {
 	t.Cleanup(target.Close)
 
 	redirect := "the server answered 307 Temporary Redirect, a redirect, which the provider never follows from a target cluster"
-	c, err := New(&rest.Config{Host: target.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 500 * time.Millisecond, RequestTimeout: time.Second, WatchTimeout: time.Minute})
+	c, err := New(&rest.Config{Host: target.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, Options{Kinds: testKinds, SyncTimeout: 2 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
