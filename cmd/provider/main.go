@@ -102,7 +102,7 @@ func (c *cli) Run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := memcached.Setup(mgr, o, c.LeaderElectionNamespace, c.SettledPoll); err != nil {
+	if err := memcached.Setup(mgr, o, instance.Options{Namespace: c.LeaderElectionNamespace, Settled: c.SettledPoll, Targets: cluster.DefaultLimits()}); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
 	log.Info("Starting the Memcached provider", "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)

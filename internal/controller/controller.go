@@ -3,8 +3,6 @@
 package controller
 
 import (
-	"time"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -13,11 +11,10 @@ import (
 	"github.com/example/function-memcached/internal/controller/instance"
 )
 
-// Setup adds every controller of the provider to mgr. namespace is the provider's own
-// namespace in the control plane; settled how often an Instance that has settled is polled.
-func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled time.Duration) error {
+// Setup adds every controller of the provider to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options, io instance.Options) error {
 	if err := config.Setup(mgr, o); err != nil {
 		return err
 	}
-	return instance.Setup(mgr, o, namespace, settled)
+	return instance.Setup(mgr, o, io)
 }

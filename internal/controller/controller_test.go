@@ -1,9 +1,8 @@
 package controller
 
 import (
-	"time"
-
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -13,6 +12,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
+	"github.com/example/function-memcached/internal/clients/cluster"
+	"github.com/example/function-memcached/internal/controller/instance"
 )
 
 func TestSetup(t *testing.T) {
@@ -25,11 +26,11 @@ func TestSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system", 10*time.Minute); err != nil {
+	if err := Setup(mgr, controller.DefaultOptions(), instance.Options{Namespace: "crossplane-system", Settled: 10 * time.Minute, Targets: cluster.DefaultLimits()}); err != nil {
 		t.Errorf("Setup(...): %v", err)
 	}
 	// A second Setup stops at the first controller whose name is taken.
-	if err := Setup(mgr, controller.DefaultOptions(), "crossplane-system", 10*time.Minute); err == nil {
+	if err := Setup(mgr, controller.DefaultOptions(), instance.Options{Namespace: "crossplane-system", Settled: 10 * time.Minute, Targets: cluster.DefaultLimits()}); err == nil {
 		t.Error("Setup(...) twice: want an error, got none")
 	}
 }

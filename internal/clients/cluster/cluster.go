@@ -62,6 +62,8 @@ type Options struct {
 	Wake func(types.NamespacedName)
 	// Kinds are the kinds to watch what the provider owns of, one empty object each.
 	Kinds []client.Object
+	// Limits bound what one target cluster can make the provider hold or wait for.
+	Limits Limits
 }
 
 // TLSSecrets selects the Secrets an Instance may name as its TLS Secret: those of type

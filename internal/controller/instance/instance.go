@@ -85,9 +85,22 @@ const instanceMemoSize = 1 << 16 // 65,536
 // fails closed.
 const FeatureBuiltinPolicy feature.Flag = "AllowBuiltinPolicy"
 
-// Setup adds the Instance controller to mgr. namespace is the provider's own namespace in the
-// control plane; settled is how often an Instance that has settled is polled (PollIntervalHook).
-func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled time.Duration) error {
+// Options are the Instance controller's settings beyond crossplane-runtime's.
+type Options struct {
+	// Namespace is the provider's own namespace in the control plane.
+	Namespace string
+	// Settled is how often an Instance that has settled is polled (PollIntervalHook).
+	Settled time.Duration
+	// MinPoll is the shortest poll interval an Instance's crossplane.io/poll-interval
+	// annotation may ask for.
+	MinPoll time.Duration
+	// Targets bound what one target cluster can make the provider hold or wait for.
+	Targets cluster.Limits
+}
+
+// Setup adds the Instance controller to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options, io Options) error {
+	namespace, settled := io.Namespace, io.Settled
 	name := managed.ControllerName(v1alpha1.InstanceGroupKind)
 
 	// Watches of target clusters, changed credentials and what the control plane says of
@@ -105,6 +118,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, namespace string, settled tim
 		SyncTimeout:    SyncTimeout,
 		Kinds:          WatchedObjects(),
 		Wake:           wake,
+		Limits:         io.Targets,
 	})
 	if err := watchSecrets(mgr, clusters, wake); err != nil {
 		return err

@@ -1,0 +1,45 @@
+package cluster
+
+import "time"
+
+// Limits bound what one target cluster, whose server a tenant may run, can make the shared
+// provider hold or wait for. The provider's flags set them (docs/operations.md); each error
+// a limit causes names its flag, so that the tenant who reached it and the platform team that
+// set it both know which it was.
+type Limits struct {
+	// Objects bounds the objects of one resource in one target namespace: what one list
+	// answers, and what the watches of that resource hold after it (--max-target-objects).
+	Objects int
+	// ConfigMemory bounds, in bytes, the memory the watches of one ProviderConfig's target
+	// cluster may hold, estimated from what they read (--max-target-memory-mb).
+	ConfigMemory int64
+	// TenantMemory bounds, in bytes, the same for all namespaced ProviderConfigs of one
+	// namespace together (--max-tenant-memory-mb).
+	TenantMemory int64
+	// Namespaces bounds the target namespaces one namespaced ProviderConfig's connection
+	// watches at once (--max-target-namespaces). A ClusterProviderConfig's placement bounds
+	// its own.
+	Namespaces int
+	// Reconciles bounds the reconciles that use one target at once: one ClusterProviderConfig,
+	// or all the namespaced ProviderConfigs of one namespace (--max-target-reconciles).
+	Reconciles int
+	// WakeRate bounds how many Instances per second the watches of one connection wake;
+	// wakes beyond it wait, merged (--target-wake-rate).
+	WakeRate float64
+	// Idle is how long a connection no Instance uses is kept before it is closed
+	// (--target-idle).
+	Idle time.Duration
+}
+
+// DefaultLimits are the provider's flags' defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		Objects:      2048,
+		ConfigMemory: 16 << 20,
+		TenantMemory: 32 << 20,
+		Namespaces:   8,
+		Reconciles:   2,
+		WakeRate:     2,
+		Idle:         10 * time.Minute,
+	}
+}
