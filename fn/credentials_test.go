@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,9 +19,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -399,4 +403,178 @@ fieldsV1: {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {"f:kubectl
 			}
 		})
 	}
+}
+
+// crowded holds the request fixtures TestCredentialsWait runs in a crowded namespace, each
+// testdata/crowded/<case>/request.yaml with its golden response.yaml beside it.
+const crowded = "crowded"
+
+// crowd fills namespace up to credentials.MaxPendingPerNamespace with Memcacheds whose new
+// credentials are pending in f's store, as many created or rotated at once would, and returns
+// their owners.
+func crowd(t testing.TB, f *Function, namespace string) []credentials.Owner {
+	t.Helper()
+	var owners []credentials.Owner
+	for i := range credentials.MaxPendingPerNamespace {
+		o := credentials.Owner{Namespace: namespace, UID: "crowd-" + strconv.Itoa(i)}
+		_, err := f.credentials.Get(o, "r1", nil, nil)
+		switch {
+		case errors.Is(err, credentials.ErrWaiting):
+			return owners
+		case err != nil:
+			t.Fatalf("crowding namespace %s: %v", namespace, err)
+		}
+		owners = append(owners, o)
+	}
+	return owners
+}
+
+// TestCredentialsWait runs the fixtures of testdata/crowded on a Function whose store holds
+// as many pending credentials of namespace team-a as a namespace may have, and compares each
+// whole response with its golden one (-update writes them).
+func TestCredentialsWait(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		// same names the top-level fixture whose golden response desires the same composed
+		// resources, when there is one.
+		same string
+	}{
+		"auth-rotation-waits": {
+			reason: "A new spec.auth.rotation in a crowded namespace waits: the Memcached is composed with the credentials of the observed auth Secret (its rotation kept, nothing rolls: the composed resources are auth-rotation-kept's), CredentialsRotated is False/Waiting on the XR and claim naming the namespace, the count and the limit, announced once by a Warning, and the function is called again after 15 s.",
+			same:   "auth-rotation-kept",
+		},
+		"auth-rotation-still-waits": {
+			reason: "The next call while the rotation still waits repeats the condition without a second Warning.",
+		},
+		"auth-create-waits": {
+			reason: "A new Memcached with auth in a crowded namespace has no credentials to run with: nothing is composed (nothing may run without auth), the XR is not ready, Available says Creating and that its credentials wait, and CredentialsRotated says why.",
+		},
+	}
+	dirs, err := os.ReadDir(filepath.Join("testdata", crowded))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no case directories in testdata/%s (%v)", crowded, err)
+	}
+	for _, d := range dirs {
+		name := d.Name()
+		tc, ok := cases[name]
+		t.Run(name, func(t *testing.T) {
+			if !ok || tc.reason == "" {
+				t.Fatalf("testdata/%s/%s is not a case: say why it exists in TestCredentialsWait's cases", crowded, name)
+			}
+			f := New(logging.NewNopLogger())
+			f.credentials.Random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
+			f.now = func() time.Time { return fixtureTime }
+			crowd(t, f, "team-a")
+			dir := filepath.Join("testdata", crowded, name)
+			req := &fnv1.RunFunctionRequest{}
+			readProtoYAML(t, filepath.Join(dir, "request.yaml"), req)
+			rsp, err := f.RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatalf("%s\nRunFunction(...): unexpected gRPC error: %v", tc.reason, err)
+			}
+			golden := filepath.Join(dir, "response.yaml")
+			if *update {
+				writeProtoYAML(t, golden, rsp)
+			}
+			want := &fnv1.RunFunctionResponse{}
+			readProtoYAML(t, golden, want)
+			if diff := cmp.Diff(want, rsp, protocmp.Transform()); diff != "" {
+				t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", tc.reason, golden, diff)
+			}
+			if tc.same == "" {
+				return
+			}
+			same := &fnv1.RunFunctionResponse{}
+			readProtoYAML(t, filepath.Join("testdata", tc.same, "response.yaml"), same)
+			if diff := cmp.Diff(same.GetDesired().GetResources(), rsp.GetDesired().GetResources(), protocmp.Transform()); diff != "" {
+				t.Errorf("%s\ndesired composed resources: -%s's, +got:\n%s", tc.reason, tc.same, diff)
+			}
+		})
+	}
+	for name := range cases {
+		if _, err := os.Stat(filepath.Join("testdata", crowded, name)); err != nil {
+			t.Errorf("case %q has no directory testdata/%s/%s", name, crowded, name)
+		}
+	}
+}
+
+// TestCredentialsWaitInACrowdedNamespace replays a rotation in a namespace whose bound of
+// pending credentials is reached, call by call: created with rotation r1, steady, the
+// namespace crowded, rotation r2 twice (it waits: clients keep logging in with r1's
+// credentials, the pods do not roll, one Warning), the crowd's credentials stored, r2 twice
+// again (new credentials, once).
+func TestCredentialsWaitInACrowdedNamespace(t *testing.T) {
+	const (
+		r1 = "{size: 3, auth: {enabled: true, rotation: r1}}"
+		r2 = "{size: 3, auth: {enabled: true, rotation: r2}}"
+	)
+	cases := map[string]struct {
+		reason        string
+		managedFields bool
+	}{
+		"ManagedFields":   {reason: "Objects with Crossplane's managedFields.", managedFields: true},
+		"NoManagedFields": {reason: "Objects without managedFields (crossplane render)."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := sequenceFunctions()()
+			c := newCluster(t, tc.managedFields)
+			c.reconcile(f, r1)
+			c.reconcile(f, r1)
+			created := c.credentials()
+			owners := crowd(t, f, "team-a")
+			for i := range 2 {
+				_, rsp := c.reconcile(f, r2)
+				if got := c.credentials(); got != created {
+					t.Errorf("%s\nr2 #%d, waiting: credentials -r1's, +now:\n%s", tc.reason, i+1, cmp.Diff(created, got))
+				}
+				if got := credentialsCondition(rsp); got != "STATUS_CONDITION_FALSE/Waiting" {
+					t.Errorf("%s\nr2 #%d, waiting: condition %s = %s, want STATUS_CONDITION_FALSE/Waiting", tc.reason, i+1, credentials.ConditionRotated, got)
+				}
+				if got, want := warnings(rsp, credentials.ReasonWaiting), 1-i; got != want {
+					t.Errorf("%s\nr2 #%d, waiting: %d Warning results, want %d", tc.reason, i+1, got, want)
+				}
+				if rsp.GetMeta().GetTtl().AsDuration() != ChangingTTL {
+					t.Errorf("%s\nr2 #%d, waiting: TTL %v, want %v", tc.reason, i+1, rsp.GetMeta().GetTtl().AsDuration(), ChangingTTL)
+				}
+			}
+			for _, o := range owners {
+				f.credentials.Forget(o.UID)
+			}
+			_, rsp := c.reconcile(f, r2)
+			rotated := c.credentials()
+			if rotated.Password == created.Password || rotated.PodDigest == created.PodDigest {
+				t.Errorf("%s\nr2 once the crowd is gone: want new credentials and a new digest, got the same", tc.reason)
+			}
+			if got := credentialsCondition(rsp); got != "STATUS_CONDITION_TRUE/Rotated" {
+				t.Errorf("%s\nr2 once the crowd is gone: condition %s = %s, want STATUS_CONDITION_TRUE/Rotated", tc.reason, credentials.ConditionRotated, got)
+			}
+			c.reconcile(f, r2)
+			if got := c.credentials(); got != rotated {
+				t.Errorf("%s\nr2 again: credentials -rotated, +now:\n%s", tc.reason, cmp.Diff(rotated, got))
+			}
+		})
+	}
+}
+
+// credentialsCondition is the status and reason of rsp's CredentialsRotated condition, "" when
+// it has none.
+func credentialsCondition(rsp *fnv1.RunFunctionResponse) string {
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == credentials.ConditionRotated {
+			return c.GetStatus().String() + "/" + c.GetReason()
+		}
+	}
+	return ""
+}
+
+// warnings counts rsp's Warning results with reason.
+func warnings(rsp *fnv1.RunFunctionResponse, reason string) int {
+	n := 0
+	for _, r := range rsp.GetResults() {
+		if r.GetSeverity() == fnv1.Severity_SEVERITY_WARNING && r.GetReason() == reason {
+			n++
+		}
+	}
+	return n
 }

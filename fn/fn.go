@@ -71,10 +71,10 @@ var ownKeys = []string{KeyDeployment, KeyService, KeyPDB, KeyConnectionSecret, K
 // for a watch event that never arrives: Crossplane's per-XR circuit breaker drops the events
 // of a busy XR (its Responsive condition is then False) for minutes.
 //
-// So a Memcached is looked at again after ChangingTTL while it is changing or unavailable, or
-// while Crossplane drops its XR's events; after ResponseTTL when it runs in another cluster
-// (Crossplane does not watch the connection details its Instance publishes); after
-// SettledTTL once settled, since each call applies every composed resource and a short TTL
+// So a Memcached is looked at again after ChangingTTL while it is changing or unavailable,
+// while its new credentials wait (credentials.Waiting), or while Crossplane drops its XR's
+// events; after ResponseTTL when it runs in another cluster (Crossplane does not watch the
+// connection details its Instance publishes); after SettledTTL once settled, since each call applies every composed resource and a short TTL
 // keeps the API server busy with idle claims; and no later than its TLS certificate's expiry.
 // The figures behind each value are in docs/performance.md (the function at scale).
 const (
@@ -125,7 +125,8 @@ func New(log logging.Logger) *Function {
 // RunFunction composes a Memcached. It never returns a gRPC error: bad input is reported in
 // the response, as a Fatal result for the platform team's Input and as a Warning plus the
 // Available condition for the claim owner's spec. It reads the request, decides what to run
-// and where, holds what runs (an invalid spec) or composes the rendering, and reports.
+// and where, holds what runs (an invalid spec, or credentials that wait with none to serve
+// meanwhile) or composes the rendering, and reports.
 func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) (*fnv1.RunFunctionResponse, error) {
 	rsp := response.To(req, ResponseTTL)
 	var o observation
@@ -145,13 +146,19 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		return rsp, nil
 	}
 	var v verdict
-	if len(d.errs) > 0 {
+	switch {
+	case len(d.errs) > 0:
 		v = hold(rsp, &o, &d)
-	} else if err := f.compose(rsp, req, &o, &d, &v); err != nil {
-		response.Fatal(rsp, err)
-		return rsp, nil
+	case d.credentialsWait != "" && d.m.Auth == nil:
+		v = holdForCredentials(rsp, &o, &d)
+	default:
+		if err := f.compose(rsp, req, &o, &d, &v); err != nil {
+			response.Fatal(rsp, err)
+			return rsp, nil
+		}
 	}
 	report(rsp, &o, &d, &v, f.now())
+	reportCredentials(rsp, &o, &d, &v)
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil
@@ -230,6 +237,10 @@ type decision struct {
 	// waiting is true while the TLS Secret the spec names has not been fetched: until
 	// Crossplane sends it, nothing can be decided.
 	waiting bool
+	// credentialsWait says why the credentials spec.auth asks for wait, for the claim ("" when
+	// they do not): m.Auth then holds those of the observed auth Secret, which keep serving,
+	// or is nil when none may and what runs is held.
+	credentialsWait string
 }
 
 // decide resolves the XR's spec against the Settings into d, reads the TLS Secret it names
@@ -249,14 +260,20 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 		}
 	}
 	// The provider generates the credentials of a Memcached in another cluster, in that
-	// cluster: credentials generated here would reach nobody.
+	// cluster: credentials generated here would reach nobody. A Memcached's tenant is the
+	// namespace its objects live in: a namespaced XR's own (never a label, which whoever
+	// creates the XR sets), or its claim's.
 	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
-		a, err := credentialsOf(f.credentials, credentialKey(o.xr, d.t), d.m.Auth.Rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
+		owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
+		rotation := d.m.Auth.Rotation
+		a, w, err := credentialsOf(f.credentials, owner, rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
 		}
-		a.Rotation = d.m.Auth.Rotation
-		d.m.Auth = &a
+		d.m.Auth = a
+		if w != nil {
+			d.credentialsWait = credentials.Message(rotation, a, w)
+		}
 	}
 	return nil
 }
@@ -303,6 +320,11 @@ func wait(rsp *fnv1.RunFunctionResponse, o *observation) {
 // it runs, and nothing new is desired, because one bad field must not change or drop
 // anything that runs. The verdict is InvalidSpec naming every bad field.
 func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
+	return holdAs(rsp, o, d.m, readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(d.errs)})
+}
+
+// holdAs holds everything of the Memcached m that runs, as hold does, with verdict cond.
+func holdAs(rsp *fnv1.RunFunctionResponse, o *observation, m render.Memcached, cond readiness.Condition) verdict {
 	if !holdRunning(rsp.Desired.Resources, o) {
 		// Nothing of this Memcached runs, and Crossplane would count zero unready
 		// composed resources as a ready XR.
@@ -310,7 +332,7 @@ func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
 	}
 	// Nothing rendered, yet the endpoint and the pods' selector are known when the target
 	// is, and the credentials of what runs stay in the connection details.
-	r := rendered{endpoint: render.Endpoint(d.m), connection: render.ConnectionDetails(d.m), selector: selector(d.m)}
+	r := rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
 	if s := o.resources[KeyAuthSecret].GetResource(); s != nil {
 		if a, ok := resolve.Credentials(secretData(s, render.ConnectionUsername, render.ConnectionPassword)); ok {
 			r.connection[render.ConnectionUsername] = []byte(a.Username)
@@ -320,7 +342,7 @@ func hold(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
 	heldTLS(o, r.connection)
 	// It runs where it already ran.
 	oi := anyInstance(o.instances)
-	return verdict{cond: readiness.Condition{Reason: readiness.ReasonInvalidSpec, Message: resolve.Message(d.errs)}, r: r, elsewhere: oi != nil, instance: oi}
+	return verdict{cond: cond, r: r, elsewhere: oi != nil, instance: oi}
 }
 
 // holdRunning desires every observed composed resource of the function's exactly as it
@@ -416,7 +438,7 @@ func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdi
 func responseTTL(o *observation, d *decision, v *verdict, now time.Time) time.Duration {
 	changing := !v.cond.Available && v.cond.Reason != readiness.ReasonInvalidSpec
 	switch {
-	case changing || o.unresponsive:
+	case changing || o.unresponsive || d.credentialsWait != "":
 		return ChangingTTL
 	case v.elsewhere:
 		return ResponseTTL

@@ -24,6 +24,7 @@ import (
 	"github.com/crossplane/function-sdk-go/logging"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 
+	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/ownedfields"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/render"
@@ -391,8 +392,9 @@ func TestCredentialsKept(t *testing.T) {
 // TLS Secret that does not exist, a rotation that is no label value), new rotations, moves to
 // another cluster and back, function restarts (a new Function: no credential store, the
 // credentials only in the observed auth Secret), objects as a release before salts left them
-// (an auth Secret without a salt, pods with the unsalted digest), and a password set by hand in
-// the auth Secret. Each byte of ops is one reconcile. It checks that:
+// (an auth Secret without a salt, pods with the unsalted digest), a password set by hand in
+// the auth Secret, and the claim's namespace crowded with other Memcacheds' pending credentials
+// (new credentials then wait) or no longer. Each byte of ops is one reconcile. It checks that:
 //   - the credentials clients log in with change only on a valid spec asking for a rotation
 //     other than the one they were generated for, or when the auth Secret was gone (the
 //     Memcached ran elsewhere);
@@ -401,7 +403,8 @@ func TestCredentialsKept(t *testing.T) {
 //   - the function never puts an unsalted digest on the pods: a password set after salts
 //     exist cannot be brute-forced from the pod template;
 //   - every response keeps credentialsKept's promises: no password in a condition or result,
-//     no credentials anywhere once the auth Secret is not desired.
+//     no credentials anywhere once the auth Secret is not desired;
+//   - new credentials wait only in a crowded namespace, saying so (CredentialsRotated False).
 func FuzzCredentialsSequence(f *testing.F) {
 	f.Add([]byte{4, 0, 1, 0}, true) // The reproduction: create with r1, steady, size 9, size 3.
 	f.Add([]byte{4, 0, 1, 0}, false)
@@ -411,6 +414,9 @@ func FuzzCredentialsSequence(f *testing.F) {
 	f.Add([]byte{0, 6, 3, 6, 1, 6, 0, 4, 6, 0}, false)
 	f.Add([]byte{0, 9, 0, 6, 0, 10, 1, 0, 0}, true) // An upgrade, then a password set by hand.
 	f.Add([]byte{0, 10, 9, 1, 6, 0, 4, 0}, false)
+	f.Add([]byte{0, 0, 11, 4, 4, 0, 12, 0, 0}, true) // A rotation waits, then happens once.
+	f.Add([]byte{11, 0, 0, 12, 0, 11, 7, 0, 12, 0}, false)
+	f.Add([]byte{0, 11, 10, 0, 12, 0, 11, 9, 4, 12, 0}, true)
 	f.Fuzz(func(t *testing.T, ops []byte, managedFields bool) {
 		if len(ops) > 32 {
 			ops = ops[:32]
@@ -419,6 +425,7 @@ func FuzzCredentialsSequence(f *testing.F) {
 		c.input.Fields["defaults"].GetStructValue().Fields["auth"] = structpb.NewStructValue(yamlStruct(t, "enabled: true"))
 		newFunction := sequenceFunctions()
 		fn := newFunction()
+		var crowds []credentials.Owner // Of fn's store.
 		var (
 			rotation, generatedFor string
 			remote                 bool
@@ -429,9 +436,9 @@ func FuzzCredentialsSequence(f *testing.F) {
 		login := func(c loginSet) loginSet { return loginSet{Username: c.Username, Password: c.Password} }
 		for i, op := range ops {
 			rot, image, tls, sz := rotation, "", "", size
-			switch op % 11 {
+			switch op % 13 {
 			case 0: // A valid spec, here.
-				remote, size = false, 1+int(op/11)%3
+				remote, size = false, 1+int(op/13)%3
 				sz = size
 			case 1:
 				sz = 9
@@ -446,7 +453,7 @@ func FuzzCredentialsSequence(f *testing.F) {
 			case 5:
 				rot = "-not-a-label-value-"
 			case 6:
-				fn = newFunction()
+				fn, crowds = newFunction(), nil
 				continue
 			case 7: // Elsewhere, where auth is off.
 				remote = true
@@ -458,6 +465,17 @@ func FuzzCredentialsSequence(f *testing.F) {
 			case 10: // A password set by hand.
 				handSet++
 				c.setPassword("hunter" + strconv.Itoa(handSet))
+			case 11: // Other Memcacheds of the namespace created or rotated at once.
+				if crowds == nil {
+					crowds = crowd(t, fn, "team-a")
+				}
+				continue
+			case 12: // Their credentials stored.
+				for _, o := range crowds {
+					fn.credentials.Forget(o.UID)
+				}
+				crowds = nil
+				continue
 			}
 			spec := map[string]any{"size": sz}
 			if image != "" {
@@ -476,9 +494,12 @@ func FuzzCredentialsSequence(f *testing.F) {
 			before := c.credentials()
 			req, rsp := c.reconcile(fn, string(j))
 			after := c.credentials()
-			where := fmt.Sprintf("call %d (op %d, spec %s)", i, op%11, j)
+			where := fmt.Sprintf("call %d (op %d, spec %s)", i, op%13, j)
 			if err := credentialsKept(req, rsp); err != nil {
 				t.Fatalf("%s: %v", where, err)
+			}
+			if waits := credentialsCondition(rsp) == "STATUS_CONDITION_FALSE/Waiting"; waits && crowds == nil {
+				t.Fatalf("%s: new credentials wait in a namespace nobody crowds", where)
 			}
 			valid := !hasReason(rsp, readiness.ReasonInvalidSpec) && len(rsp.GetConditions()) > 0
 			switch {

@@ -7,10 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
+	"github.com/crossplane/function-sdk-go/response"
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
+	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -18,16 +21,21 @@ import (
 // names, which Crossplane answers in the next call's required resources.
 const RequirementTLSSecret = "memcached-tls-secret"
 
-// credentials returns the credentials of the Memcached whose XR has UID key, for its spec's
-// rotation (credentials.Store.Get), from its observed auth Secret (nil when not observed).
-// Credentials of an auth Secret from before salts (render.CredentialsDigest) keep no salt
-// while the pods of the observed Deployment (nil when not observed) run with their unsalted
-// digest: an upgrade restarts no pod and changes no credential. Otherwise the pods start or
-// restart for these credentials anyway (a password set by hand, a Deployment recreated), and
-// the credentials get a salt: a password set after the upgrade is never behind an unsalted
-// digest. Deleting the auth Secret replaces the credentials once, unless a reconcile working
-// from a copy read before the deletion applies it again.
-func credentialsOf(store *credentials.Store, key, rotation string, observed, deployment *structpb.Struct) (render.Auth, error) {
+// credentialsOf returns the credentials of the Memcached owner (its XR's UID and its tenant's
+// namespace) for its spec's rotation (credentials.Store.Get), from its observed auth Secret
+// (nil when not observed). Credentials of an auth Secret from before salts
+// (render.CredentialsDigest) keep no salt while the pods of the observed Deployment (nil when
+// not observed) run with their unsalted digest: an upgrade restarts no pod and changes no
+// credential. Otherwise the pods start or restart for these credentials anyway (a password set
+// by hand, a Deployment recreated), and the credentials get a salt: a password set after the
+// upgrade is never behind an unsalted digest. Deleting the auth Secret replaces the
+// credentials once, unless a reconcile working from a copy read before the deletion applies
+// it again.
+//
+// While new credentials wait (the namespace has too many pending, credentials.Waiting), it
+// returns the wait and the credentials of the observed auth Secret, which keep serving, or
+// none (nil) when none may: then nothing new may run.
+func credentialsOf(store *credentials.Store, owner credentials.Owner, rotation string, observed, deployment *structpb.Struct) (*render.Auth, *credentials.Waiting, error) {
 	var secret *credentials.Secret
 	if observed != nil {
 		secret = &credentials.Secret{
@@ -36,7 +44,58 @@ func credentialsOf(store *credentials.Store, key, rotation string, observed, dep
 		}
 	}
 	running := str(deployment, "spec", "template", "metadata", "annotations", render.AnnotationCredentials)
-	return store.Get(key, rotation, secret, func(a render.Auth) bool { return running == render.CredentialsDigest(a) })
+	unsalted := func(a render.Auth) bool { return running == render.CredentialsDigest(a) }
+	a, err := store.Get(owner, rotation, secret, unsalted)
+	var w *credentials.Waiting
+	switch {
+	case errors.As(err, &w):
+		if held, ok := credentials.Held(secret, unsalted); ok {
+			return &held, w, nil
+		}
+		return nil, w, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	return &a, nil, nil
+}
+
+// holdForCredentials answers a Memcached whose credentials wait with none that may serve
+// meanwhile (a new one in a crowded namespace, an auth Secret deleted): like an invalid
+// spec, everything of it stays as it runs and nothing new is desired, since nothing may run
+// without auth. The verdict is that of what runs.
+func holdForCredentials(rsp *fnv1.RunFunctionResponse, o *observation, d *decision) verdict {
+	want := readiness.Want{Replicas: d.m.Size}
+	if o.deployment != nil {
+		want = readiness.Wanted(o.deployment)
+	}
+	cond := readiness.Available(o.deployment, want, o.reason)
+	cond.Message += "; its credentials wait (condition " + credentials.ConditionRotated + ")"
+	return holdAs(rsp, o, render.Memcached{Name: d.m.Name, Namespace: d.m.Namespace}, cond)
+}
+
+// reportCredentials sets the CredentialsRotated condition on the XR and claim while the
+// credentials their spec asks for wait, here or, as its Instance says, in another cluster,
+// with one Warning event when they start to; and True once they no longer do. A claim that
+// never waited gets no such condition.
+func reportCredentials(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
+	msg := d.credentialsWait
+	if v.elsewhere && v.instance != nil {
+		if c := v.instance.GetCondition(credentials.ConditionRotated); c.Status == corev1.ConditionFalse && string(c.Reason) == credentials.ReasonWaiting {
+			msg = c.Message
+		}
+	}
+	status, reason, _ := condition(o.xr, credentials.ConditionRotated)
+	if msg == "" {
+		if status != "" {
+			response.ConditionTrue(rsp, credentials.ConditionRotated, credentials.ReasonRotated).
+				WithMessage(credentials.MessageRotated).TargetCompositeAndClaim()
+		}
+		return
+	}
+	response.ConditionFalse(rsp, credentials.ConditionRotated, credentials.ReasonWaiting).WithMessage(msg).TargetCompositeAndClaim()
+	if status != "False" || reason != credentials.ReasonWaiting {
+		response.Warning(rsp, errors.New(msg)).WithReason(credentials.ReasonWaiting).TargetCompositeAndClaim()
+	}
 }
 
 // secretData decodes the named keys of a Secret's data (base64 strings in the Struct); a key

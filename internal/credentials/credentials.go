@@ -3,35 +3,108 @@
 // then on, read back from the auth Secret that holds them, so that no reconcile changes the
 // password under a running application. Between generating them and seeing them stored (the
 // apply and the next observation race), they wait in a Store.
+//
+// One Store serves every tenant, so no tenant may make it drop another's pending credentials:
+// their owner would generate a second set, locking out the clients that took the first. Each
+// Memcached holds at most one entry, each namespace at most MaxPendingPerNamespace, and a new
+// entry beyond a bound waits (Waiting) rather than evicting anyone's.
 package credentials
 
 import (
 	"crypto/rand"
+	"fmt"
 	"io"
-	"strings"
 	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
 
-// MaxPending bounds the credentials a Store holds: each is an entry only from the reconcile
-// that generated them until their auth Secret is observed, seconds later. When full, one is
-// forgotten at random; it is generated again if still needed.
-const MaxPending = 1024
+// MaxPendingPerNamespace bounds the entries of one namespace, one tenant's. An entry lives
+// from the reconcile that generated its credentials until their auth Secret is observed,
+// seconds later: only creating or rotating that many Memcacheds at once, or rotating some
+// again and again, reaches it, and then only that namespace's new entries wait.
+const MaxPendingPerNamespace = 64
+
+// MaxPending bounds the whole Store, a few MB, whatever the namespaces: only a tenant holding
+// hundreds of full namespaces reaches it.
+const MaxPending = 16384
+
+// IdleTTL is how long an entry nobody asked for stays pending. An owner with an entry asks
+// again within minutes (the function's SettledTTL, the provider's poll) until it is stored; an
+// entry idle longer belongs to a Memcached deleted before its auth Secret was observed (the
+// function learns of no deletion). A bound reached is never permanent: an idle entry of the
+// same namespace gives way to a new one, and, when the whole Store is full, an idle entry of
+// any namespace, whose owner is gone and whose credentials no client can have taken.
+const IdleTTL = 15 * time.Minute
+
+// ErrWaiting is what errors.Is finds in the error of a Get whose new credentials wait.
+var ErrWaiting = errors.New("new credentials wait")
+
+// Waiting is the error of a Get whose new credentials wait: Pending entries of Namespace (""
+// for cluster-scoped XRs without a claim; the whole Store when All) already wait to be
+// stored, Limit the most there may be.
+type Waiting struct {
+	Namespace      string
+	All            bool
+	Pending, Limit int
+}
+
+func (w *Waiting) Error() string {
+	if w.All {
+		return fmt.Sprintf("%d Memcacheds across all namespaces have new credentials not stored yet, the most there may be: "+
+			"new credentials wait until some of theirs are stored, or one of them is idle for %s", w.Pending, IdleTTL)
+	}
+	where := "namespace " + w.Namespace
+	if w.Namespace == "" {
+		where = "the cluster scope (XMemcacheds without a claim)"
+	}
+	return fmt.Sprintf("%s already has %d Memcacheds whose new credentials are not stored yet, the most a namespace may have (%d): "+
+		"new credentials wait until one of theirs is stored, or one of them is idle for %s; creating or rotating many Memcacheds at once, "+
+		"or rotating one again and again, fills it", where, w.Pending, w.Limit, IdleTTL)
+}
+
+// Is makes errors.Is(err, ErrWaiting) true.
+func (w *Waiting) Is(target error) bool { return target == ErrWaiting }
+
+// An Owner is the Memcached whose credentials a Store holds: its UID (an XR's or an
+// Instance's) and the namespace of the tenant it belongs to, whose bound it counts against.
+type Owner struct {
+	Namespace, UID string
+}
+
+// entry is an owner's pending credentials: those generated for rotation, and when the owner
+// last asked for them.
+type entry struct {
+	namespace, rotation string
+	auth                render.Auth
+	used                time.Time
+}
 
 // A Store holds generated credentials until their auth Secret is observed. A nil *Store
-// remembers nothing.
+// remembers nothing, and never waits.
 type Store struct {
-	mu      sync.Mutex
-	pending map[string]render.Auth
+	mu sync.Mutex
+	// pending holds one entry per owner UID; byNamespace the same entries by namespace.
+	pending     map[string]*entry
+	byNamespace map[string]map[string]*entry
 	// Random returns the source of new passwords and salts: crypto/rand unless a test sets it.
 	Random func() io.Reader
+	// Now is the clock idle entries are judged by: time.Now unless a test sets it.
+	Now func() time.Time
 }
 
 // NewStore returns a Store that holds nothing yet.
 func NewStore() *Store {
-	return &Store{pending: map[string]render.Auth{}, Random: func() io.Reader { return rand.Reader }}
+	return &Store{
+		pending:     map[string]*entry{},
+		byNamespace: map[string]map[string]*entry{},
+		Random:      func() io.Reader { return rand.Reader },
+		Now:         time.Now,
+	}
 }
 
 // A Secret is what an observed auth Secret holds: its data and the rotation it was generated
@@ -41,94 +114,195 @@ type Secret struct {
 	Rotation string
 }
 
-// Get returns the credentials of the Memcached owner (an XR's or an Instance's UID) for
-// rotation: those of observed (nil when no auth Secret is observed) when they are usable and
-// were generated for rotation, else those generated for it earlier, else new ones. A new
-// rotation therefore replaces the credentials exactly once, even while the observed Secret
-// is stale.
+// Get returns the credentials of owner for rotation: those of observed (nil when no auth
+// Secret is observed) when they are usable and were generated for rotation, else those
+// generated for it earlier, else new ones. A new rotation therefore replaces the credentials
+// exactly once, even while the observed Secret is stale.
 //
 // Credentials without a salt (from before salts, or set by hand) keep their password and get
 // a salt, unless unsalted says their unsalted digest is what the pods run with: then they are
 // kept as they are, so that an upgrade restarts no pod. unsalted may be nil.
-func (s *Store) Get(owner, rotation string, observed *Secret, unsalted func(render.Auth) bool) (render.Auth, error) {
-	key := owner + "\x00" + rotation
-	random := func() io.Reader { return rand.Reader }
+//
+// New credentials replace the owner's own entry, if any; an owner without one needs a new
+// entry, which waits while its namespace or the Store is full: the error is then a *Waiting
+// (ErrWaiting), and the owner keeps what it runs (Held) until a later call gets them.
+func (s *Store) Get(owner Owner, rotation string, observed *Secret, unsalted func(render.Auth) bool) (render.Auth, error) {
+	var e *entry
 	if s != nil {
-		random = s.Random
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if e = s.pending[owner.UID]; e != nil && e.namespace != owner.Namespace {
+			s.drop(owner.UID) // Counted in another namespace: here it is a new entry.
+			e = nil
+		}
+		if e != nil {
+			e.used = s.Now()
+		}
 	}
 	if observed != nil && observed.Rotation == rotation {
 		if a, ok := resolve.Credentials(observed.Data); ok {
 			a.Rotation = rotation
 			if a.Salt != "" || (unsalted != nil && unsalted(a)) {
-				s.forget(key)
+				s.forget(owner.UID)
 				return a, nil
 			}
-			if p, ok := s.lookup(key); ok && p.Username == a.Username && p.Password == a.Password && p.Salt != "" {
-				return p, nil
+			if e != nil && e.rotation == rotation && e.auth.Username == a.Username && e.auth.Password == a.Password && e.auth.Salt != "" {
+				return e.auth, nil
 			}
-			salt, err := resolve.NewSalt(random())
-			if err != nil {
-				return render.Auth{}, err
-			}
-			a.Salt = salt
-			s.remember(key, a)
-			return a, nil
+			return s.remember(owner, rotation, func(random io.Reader) (render.Auth, error) {
+				salt, err := resolve.NewSalt(random)
+				a.Salt = salt
+				return a, err
+			})
 		}
 	}
-	if p, ok := s.lookup(key); ok {
-		return p, nil
+	if e != nil && e.rotation == rotation {
+		return e.auth, nil
 	}
-	a, err := resolve.NewCredentials(random())
+	return s.remember(owner, rotation, func(random io.Reader) (render.Auth, error) {
+		a, err := resolve.NewCredentials(random)
+		a.Rotation = rotation
+		return a, err
+	})
+}
+
+// remember keeps the credentials generate makes from the Store's randomness as owner's entry
+// for rotation, once admit lets it: a nil Store generates them from crypto/rand and keeps
+// nothing. s.mu is held.
+func (s *Store) remember(owner Owner, rotation string, generate func(io.Reader) (render.Auth, error)) (render.Auth, error) {
+	if s == nil {
+		return generate(rand.Reader)
+	}
+	now := s.Now()
+	if err := s.admit(owner, now); err != nil {
+		return render.Auth{}, err
+	}
+	a, err := generate(s.Random())
 	if err != nil {
 		return render.Auth{}, err
 	}
-	a.Rotation = rotation
-	s.remember(key, a)
+	s.put(owner, rotation, a, now)
 	return a, nil
 }
 
-// Forget forgets what the Store holds for owner, whose Memcached is gone.
-func (s *Store) Forget(owner string) {
+// Held returns the credentials observed holds, for the rotation they were generated for, when
+// they may keep serving while new ones wait: usable, and salted or, as unsalted (nil: never)
+// says, running unsalted. Anything else would need new credentials or a new salt.
+func Held(observed *Secret, unsalted func(render.Auth) bool) (render.Auth, bool) {
+	if observed == nil {
+		return render.Auth{}, false
+	}
+	a, ok := resolve.Credentials(observed.Data)
+	if !ok || (a.Salt == "" && (unsalted == nil || !unsalted(a))) {
+		return render.Auth{}, false
+	}
+	a.Rotation = observed.Rotation
+	return a, true
+}
+
+// Forget forgets what the Store holds for the owner with uid, whose Memcached is gone.
+func (s *Store) Forget(uid string) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.pending {
-		if strings.HasPrefix(k, owner+"\x00") {
-			delete(s.pending, k)
+	s.drop(uid)
+}
+
+// forget drops the entry of the owner with uid, if any, from a Store that may be nil. s.mu is
+// held.
+func (s *Store) forget(uid string) {
+	if s != nil {
+		s.drop(uid)
+	}
+}
+
+// admit makes room for owner's entry, or says why it waits. Its own entry is replaced, never
+// anyone else's but an idle one (IdleTTL). s.mu is held.
+func (s *Store) admit(owner Owner, now time.Time) error {
+	if s.pending[owner.UID] != nil {
+		return nil
+	}
+	ns := s.byNamespace[owner.Namespace]
+	if len(ns) >= MaxPendingPerNamespace && !s.reclaim(ns, now) {
+		return &Waiting{Namespace: owner.Namespace, Pending: len(ns), Limit: MaxPendingPerNamespace}
+	}
+	if len(s.pending) >= MaxPending && !s.reclaim(ns, now) && !s.reclaim(s.pending, now) {
+		return &Waiting{All: true, Pending: len(s.pending), Limit: MaxPending}
+	}
+	return nil
+}
+
+// reclaim drops the entry of entries idle the longest, if one is idle for IdleTTL, and
+// reports whether it did. s.mu is held.
+func (s *Store) reclaim(entries map[string]*entry, now time.Time) bool {
+	uid, idle := "", time.Duration(0)
+	for u, e := range entries {
+		if d := now.Sub(e.used); d >= IdleTTL && d > idle {
+			uid, idle = u, d
 		}
 	}
-}
-
-// lookup returns the credentials waiting under key; s.mu is held.
-func (s *Store) lookup(key string) (render.Auth, bool) {
-	if s == nil {
-		return render.Auth{}, false
+	if uid == "" {
+		return false
 	}
-	a, ok := s.pending[key]
-	return a, ok
+	s.drop(uid)
+	return true
 }
 
-// forget forgets the credentials under key; s.mu is held.
-func (s *Store) forget(key string) {
-	if s != nil {
-		delete(s.pending, key)
+// put makes a owner's entry for rotation, replacing its own. s.mu is held.
+func (s *Store) put(owner Owner, rotation string, a render.Auth, now time.Time) {
+	s.drop(owner.UID)
+	e := &entry{namespace: owner.Namespace, rotation: rotation, auth: a, used: now}
+	s.pending[owner.UID] = e
+	ns := s.byNamespace[owner.Namespace]
+	if ns == nil {
+		ns = map[string]*entry{}
+		s.byNamespace[owner.Namespace] = ns
 	}
+	ns[owner.UID] = e
 }
 
-// remember keeps a under key until its auth Secret is observed; s.mu is held.
-func (s *Store) remember(key string, a render.Auth) {
-	if s == nil {
+// drop drops the entry of the owner with uid, if any. s.mu is held.
+func (s *Store) drop(uid string) {
+	e := s.pending[uid]
+	if e == nil {
 		return
 	}
-	if len(s.pending) >= MaxPending {
-		for k := range s.pending { // Forget one at random; it is generated again if needed.
-			delete(s.pending, k)
-			break
-		}
+	delete(s.pending, uid)
+	ns := s.byNamespace[e.namespace]
+	delete(ns, uid)
+	if len(ns) == 0 {
+		delete(s.byNamespace, e.namespace)
 	}
-	s.pending[key] = a
 }
+
+// The condition a claim and an Instance carry while the credentials their spec asks for wait
+// (False, ReasonWaiting), and once they no longer do (True, ReasonRotated).
+const (
+	ConditionRotated = "CredentialsRotated"
+	ReasonWaiting    = "Waiting"
+	ReasonRotated    = "Rotated"
+)
+
+// Message is the condition's message while the credentials asked for, for rotation, wait
+// for w: those held (nil when none) serve meanwhile, or nothing new runs without them. It
+// names rotations, never a credential, and no field: the claim and its Instance share it.
+func Message(rotation string, held *render.Auth, w *Waiting) string {
+	msg := "new credentials wait"
+	if rotation != "" {
+		msg = fmt.Sprintf("the credentials of rotation %q wait", rotation)
+	}
+	switch {
+	case held == nil:
+		msg += ", and nothing new runs without them"
+	case held.Rotation != "":
+		msg += fmt.Sprintf(", those of rotation %q serve meanwhile", held.Rotation)
+	default:
+		msg += ", the current ones serve meanwhile"
+	}
+	return msg + ": " + w.Error()
+}
+
+// MessageRotated is the condition's message once nothing waits.
+const MessageRotated = "the credentials are those of the rotation the spec asks for"

@@ -5,9 +5,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
@@ -23,7 +28,10 @@ var tlsPath = field.NewPath("spec", "forProvider", "tls", "secretName")
 // the TLS pair of the Secret forProvider.tls.secretName names (read through watched, checked
 // exactly as the function checks a claim's). A TLS Secret that is missing or unusable is a
 // field error naming spec.forProvider.tls.secretName, with the reason; an error is one the
-// tenant cannot fix (no randomness for a password, the watches cannot be read).
+// tenant cannot fix (no randomness for a password, the watches cannot be read). While new
+// credentials wait (credentials.Waiting: the Instance's namespace has too many pending), the
+// auth Secret's keep serving, or, with none that may, a field error naming
+// spec.forProvider.auth holds what runs.
 func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached, o observed, watched client.Reader) (render.Memcached, field.ErrorList, error) {
 	if m.TLS != nil {
 		secret := &corev1.Secret{}
@@ -51,18 +59,55 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 	}
 	if m.Auth != nil {
 		// Credentials are read only from the Instance's own auth Secret; salt-less ones (set
-		// by hand) get a salt, since the provider never ran them unsalted.
+		// by hand) get a salt, since the provider never ran them unsalted. The Instance's
+		// namespace is its tenant's, whose bound of pending credentials it counts against.
 		var secret *credentials.Secret
 		if s := o.secret(roleAuthSecret); s != nil && ownershipOf(s, cr.GetUID()) == ours {
 			secret = &credentials.Secret{Data: s.Data, Rotation: s.GetAnnotations()[render.AnnotationRotation]}
 		}
-		a, err := e.Credentials.Get(string(cr.GetUID()), m.Auth.Rotation, secret, nil)
-		if err != nil {
+		owner := credentials.Owner{Namespace: cr.GetNamespace(), UID: string(cr.GetUID())}
+		a, err := e.Credentials.Get(owner, m.Auth.Rotation, secret, nil)
+		var w *credentials.Waiting
+		switch {
+		case errors.As(err, &w):
+			held, ok := credentials.Held(secret, nil)
+			if !ok {
+				msg := e.credentialsWait(cr, credentials.Message(m.Auth.Rotation, nil, w))
+				return render.Memcached{}, field.ErrorList{field.Forbidden(authPath, msg)}, nil
+			}
+			e.credentialsWait(cr, credentials.Message(m.Auth.Rotation, &held, w))
+			a = held
+		case err != nil:
 			return render.Memcached{}, nil, err
+		default:
+			e.credentialsWait(cr, "")
 		}
 		m.Auth = &a
 	}
 	return m, nil, nil
+}
+
+// authPath is where an Instance asks for credentials, for field errors.
+var authPath = field.NewPath("spec", "forProvider", "auth")
+
+// credentialsWait sets the Instance's CredentialsRotated condition while the credentials its
+// spec asks for wait (msg says why and what serves meanwhile), with one Warning event when
+// they start to, and True once they no longer do (msg empty); an Instance that never waited
+// gets no such condition. It returns msg.
+func (e *External) credentialsWait(cr *v1alpha1.Instance, msg string) string {
+	previous := cr.GetCondition(credentials.ConditionRotated)
+	c := xpv2.Condition{Type: credentials.ConditionRotated, Status: corev1.ConditionFalse, Reason: credentials.ReasonWaiting,
+		Message: msg, LastTransitionTime: metav1.Now(), ObservedGeneration: cr.GetGeneration()}
+	switch {
+	case msg == "" && previous.Reason == "":
+		return msg
+	case msg == "":
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, credentials.ReasonRotated, credentials.MessageRotated
+	case (previous.Status != corev1.ConditionFalse || previous.Reason != credentials.ReasonWaiting) && e.Recorder != nil:
+		e.Recorder.Event(cr, event.Warning(credentials.ReasonWaiting, errors.New(msg)))
+	}
+	cr.SetConditions(c)
+	return msg
 }
 
 // now is the time a TLS certificate is checked at.

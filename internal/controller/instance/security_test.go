@@ -9,10 +9,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -472,4 +475,124 @@ func TestSecretDriftShowsNoContents(t *testing.T) {
 	if strings.Contains(o.Diff, "changed-by-hand") || strings.Contains(o.Diff, string(details["password"])) {
 		t.Error("A drift (which the managed reconciler logs) must not show a Secret's contents")
 	}
+}
+
+// TestCredentialsWaitInACrowdedNamespace proves that one tenant cannot make the shared
+// provider change another's credentials twice: with an Instance's namespace at its bound of
+// pending credentials, a new rotation waits (the Instance keeps serving with its auth
+// Secret's credentials, nothing rolls, CredentialsRotated says why) and a new Instance is
+// held (nothing runs without auth); another namespace's crowd changes nothing. Once the
+// crowd's credentials are stored, the rotation happens, once.
+func TestCredentialsWaitInACrowdedNamespace(t *testing.T) {
+	type want struct {
+		// err is the start of Observe's error, "" for none.
+		err string
+		// condition is CredentialsRotated's status/reason after Observe, and after the crowd
+		// is gone; "" when the Instance has none.
+		condition, after string
+		events           []string
+		// kept is true when Observe publishes the credentials the auth Secret held before.
+		kept bool
+	}
+	cases := map[string]struct {
+		reason  string
+		crowd   string // The namespace of the control plane crowded.
+		running bool   // The Instance ran with rotation r1 before.
+		want    want
+	}{
+		"RotationWaits": {
+			reason:  "A new rotation in a crowded namespace waits: the auth Secret's credentials keep serving, announced once.",
+			crowd:   "platform",
+			running: true,
+			want:    want{condition: "False/Waiting", after: "True/Rotated", events: []string{"Warning/Waiting"}, kept: true},
+		},
+		"NewInstanceHeld": {
+			reason: "A new Instance with auth in a crowded namespace creates nothing, naming spec.forProvider.auth and the namespace's bound.",
+			crowd:  "platform",
+			want: want{err: "invalid spec, nothing was changed: spec.forProvider.auth: Forbidden: the credentials of rotation \"r2\" wait, and nothing new runs without them: namespace platform already has 64 Memcacheds",
+				condition: "False/Waiting", after: "True/Rotated", events: []string{"Warning/Waiting", "Warning/InvalidSpec"}},
+		},
+		"AnotherNamespaceCrowded": {
+			reason:  "Another namespace's crowd changes nothing here: the rotation happens at once.",
+			crowd:   "team-b",
+			running: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			now := time.Now()
+			creds := credentials.NewStore()
+			c := targetCluster(interceptor.Funcs{})
+			var before managed.ConnectionDetails
+			if tc.running {
+				if _, err := once(t, c, creds, now, instance(withAuth("r1"))); err != nil {
+					t.Fatal(err)
+				}
+				before, _ = once(t, c, creds, now, instance(withAuth("r1")))
+			}
+			var crowd []credentials.Owner
+			for i := range credentials.MaxPendingPerNamespace {
+				o := credentials.Owner{Namespace: tc.crowd, UID: "crowd-" + strconv.Itoa(i)}
+				if _, err := creds.Get(o, "r1", nil, nil); err != nil {
+					t.Fatal(err)
+				}
+				crowd = append(crowd, o)
+			}
+
+			cr := instance(withAuth("r2"))
+			rec := &recorder{}
+			e := &External{Target: newTarget(c), Settings: settings(t), Credentials: creds, Recorder: rec, Now: func() time.Time { return now }}
+			o, err := e.Observe(ctx, cr)
+			if got := errString(err); !strings.HasPrefix(got, tc.want.err) || (tc.want.err == "") != (err == nil) {
+				t.Errorf("%s\nObserve(...): %q, want an error starting %q", tc.reason, got, tc.want.err)
+			}
+			if got := rotatedCondition(cr); got != tc.want.condition {
+				t.Errorf("%s\nCredentialsRotated: %q, want %q", tc.reason, got, tc.want.condition)
+			}
+			if kept := before != nil && string(o.ConnectionDetails["password"]) == string(before["password"]); kept != tc.want.kept {
+				t.Errorf("%s\nObserve(...) publishes the credentials held before: %t, want %t", tc.reason, kept, tc.want.kept)
+			}
+			if err == nil && tc.want.kept && !o.ResourceUpToDate {
+				t.Errorf("%s\nwhile the rotation waits nothing may change, yet Observe finds drift: %s", tc.reason, o.Diff)
+			}
+			if err != nil {
+				if _, cerr := e.Create(ctx, cr); cerr == nil || secretAt(t, c, "sessions-auth") != nil {
+					t.Errorf("%s\nCreate(...) must create nothing while no credentials may serve", tc.reason)
+				}
+			}
+			// The next reconcile, of the Instance as Observe left it, announces nothing again.
+			e = &External{Target: newTarget(c), Settings: settings(t), Credentials: creds, Recorder: rec, Now: func() time.Time { return now }}
+			_, _ = e.Observe(ctx, cr)
+			if diff := cmp.Diff(tc.want.events, rec.reasons, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nevents over two reconciles: -want, +got:\n%s", tc.reason, diff)
+			}
+
+			for _, o := range crowd {
+				creds.Forget(o.UID)
+			}
+			after, err := once(t, c, creds, now, cr)
+			if err != nil {
+				t.Fatalf("%s\nonce the crowd's credentials are stored: %v", tc.reason, err)
+			}
+			if len(after["password"]) != 32 || string(after["password"]) == string(before["password"]) {
+				t.Errorf("%s\nonce the crowd's credentials are stored, the Instance gets new credentials", tc.reason)
+			}
+			if got := rotatedCondition(cr); got != tc.want.after {
+				t.Errorf("%s\nCredentialsRotated once the crowd is gone: %q, want %q", tc.reason, got, tc.want.after)
+			}
+			if again, _ := once(t, c, creds, now, cr); string(again["password"]) != string(after["password"]) {
+				t.Errorf("%s\nthe rotation happens once: the next reconcile reads the credentials back", tc.reason)
+			}
+		})
+	}
+}
+
+// rotatedCondition is cr's CredentialsRotated status/reason, "" when it has none.
+func rotatedCondition(cr *v1alpha1.Instance) string {
+	c := cr.GetCondition(credentials.ConditionRotated)
+	if c.Reason == "" {
+		return ""
+	}
+	return string(c.Status) + "/" + string(c.Reason)
 }
