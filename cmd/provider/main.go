@@ -48,6 +48,17 @@ type cli struct {
 	MetricsBindAddress      string        `help:"Address to serve Prometheus metrics on; 0 disables them." default:":8080"`
 	Profile                 string        `help:"Serve runtime profiling data (pprof) at /debug/pprof on this address, e.g. 127.0.0.1:6060; empty serves none." placeholder:"host:port"`
 	AllowBuiltinPolicy      bool          `help:"Let Instances use the built-in policy (any registry, any ProviderConfig) when no Composition is labelled memcached.example.com/instance-policy=true. Without it such Instances are refused." env:"ALLOW_BUILTIN_POLICY"`
+
+	// Tenants share the provider: these bound what one Instance or one target cluster can
+	// take of it. Their defaults are cluster.DefaultLimits' (TestInstanceOptions).
+	MinPoll             time.Duration `help:"The shortest crossplane.io/poll-interval an Instance may ask for (shorter ones are raised to it), so that a few Instances cannot take most of the reconciles." default:"10s"`
+	MaxTargetObjects    int           `help:"The most objects of one resource in one target namespace the provider lists and watches, so that one target cluster cannot fill the provider's memory." default:"2048"`
+	MaxTargetMemoryMB   int64         `name:"max-target-memory-mb" help:"The memory, in MiB, the watches of one ProviderConfig's target cluster may hold (estimated from what they read), so that one target cluster cannot take the provider's." default:"16"`
+	MaxTenantMemoryMB   int64         `name:"max-tenant-memory-mb" help:"The memory, in MiB, the watches of all the namespaced ProviderConfigs of one namespace may hold together, so that more ProviderConfigs do not give a tenant more." default:"32"`
+	MaxTargetNamespaces int           `help:"The most target namespaces one namespaced ProviderConfig's connection watches at once, so that one tenant's watches stay bounded." default:"8"`
+	MaxTargetReconciles int           `help:"The most reconciles that use the namespaced ProviderConfigs of one namespace at once, so that a slow target cluster a tenant runs cannot hold every reconcile (a ClusterProviderConfig's is not limited)." default:"2"`
+	TargetWakeRate      float64       `help:"How many Instances per second, on average, the watches of the namespaced ProviderConfigs of one namespace may wake (more wait, merged), so that a target cluster a tenant runs cannot flood the reconciles (a ClusterProviderConfig's is not limited)." default:"2"`
+	TargetIdle          time.Duration `help:"How long a connection to a target cluster no Instance uses is kept before it is closed, so that unused ones hold no watches or memory." default:"10m"`
 }
 
 // Validate rejects flag values that would stall the controllers rather than run them.
@@ -58,7 +69,46 @@ func (c *cli) Validate() error {
 	if c.Poll <= 0 || c.Sync <= 0 || c.SettledPoll <= 0 {
 		return errors.New("--poll, --settled-poll and --sync must be positive durations")
 	}
+	if c.MinPoll <= 0 || c.TargetIdle <= 0 {
+		return errors.New("--min-poll and --target-idle must be positive durations")
+	}
+	// A limit of zero would refuse every target cluster rather than bound it.
+	for _, l := range []struct {
+		flag  string
+		value int64
+	}{
+		{flag: "--max-target-objects", value: int64(c.MaxTargetObjects)},
+		{flag: "--max-target-memory-mb", value: c.MaxTargetMemoryMB},
+		{flag: "--max-tenant-memory-mb", value: c.MaxTenantMemoryMB},
+		{flag: "--max-target-namespaces", value: int64(c.MaxTargetNamespaces)},
+		{flag: "--max-target-reconciles", value: int64(c.MaxTargetReconciles)},
+	} {
+		if l.value < 1 {
+			return errors.Errorf("%s must be at least 1, not %d", l.flag, l.value)
+		}
+	}
+	if !(c.TargetWakeRate > 0) {
+		return errors.Errorf("--target-wake-rate must be positive, not %v", c.TargetWakeRate)
+	}
 	return nil
+}
+
+// instanceOptions are the Instance controller's settings the flags give.
+func (c *cli) instanceOptions() instance.Options {
+	return instance.Options{
+		Namespace: c.LeaderElectionNamespace,
+		Settled:   c.SettledPoll,
+		MinPoll:   c.MinPoll,
+		Targets: cluster.Limits{
+			Objects:      c.MaxTargetObjects,
+			ConfigMemory: c.MaxTargetMemoryMB << 20,
+			TenantMemory: c.MaxTenantMemoryMB << 20,
+			Namespaces:   c.MaxTargetNamespaces,
+			Reconciles:   c.MaxTargetReconciles,
+			WakeRate:     c.TargetWakeRate,
+			Idle:         c.TargetIdle,
+		},
+	}
 }
 
 // Run starts the manager and blocks until SIGTERM or SIGINT.
@@ -102,10 +152,12 @@ func (c *cli) Run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := memcached.Setup(mgr, o, instance.Options{Namespace: c.LeaderElectionNamespace, Settled: c.SettledPoll, Targets: cluster.DefaultLimits()}); err != nil {
+	if err := memcached.Setup(mgr, o, c.instanceOptions()); err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
-	log.Info("Starting the Memcached provider", "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy)
+	log.Info("Starting the Memcached provider", "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy,
+		"min-poll", c.MinPoll, "max-target-objects", c.MaxTargetObjects, "max-target-memory-mb", c.MaxTargetMemoryMB, "max-tenant-memory-mb", c.MaxTenantMemoryMB,
+		"max-target-namespaces", c.MaxTargetNamespaces, "max-target-reconciles", c.MaxTargetReconciles, "target-wake-rate", c.TargetWakeRate, "target-idle", c.TargetIdle)
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
 }
 

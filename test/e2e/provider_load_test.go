@@ -172,10 +172,11 @@ func TestProviderLoad(t *testing.T) {
 		t.Errorf("provider CPU %.2f%% of one core when nothing changes, want under 2%%", share)
 	}
 	for _, c := range []*workloadCluster{a, b} {
+		config := "ClusterProviderConfig/" + c.Config
 		var verbs []string
 		gets := 0.0
 		for _, verb := range []string{"GET", "LIST", "WATCH", "CREATE", "PATCH", "UPDATE", "DELETE"} {
-			d := req1[c.APIServer.URL][verb] - req0[c.APIServer.URL][verb]
+			d := req1[config][verb] - req0[config][verb]
 			if d > 0 {
 				verbs = append(verbs, fmt.Sprintf("%s %.1f", verb, d/minutes))
 			}
@@ -185,7 +186,7 @@ func TestProviderLoad(t *testing.T) {
 		}
 		serverGets := srv1[c.Config]["GET"] - srv0[c.Config]["GET"]
 		t.Logf("%s: provider requests per minute: %s (total %.1f); the API server's GETs of Deployments, Services, PodDisruptionBudgets, Secrets and NetworkPolicies per minute: %.1f",
-			c.Config, strings.Join(verbs, ", "), sum(req1[c.APIServer.URL])/minutes-sum(req0[c.APIServer.URL])/minutes, serverGets/minutes)
+			c.Config, strings.Join(verbs, ", "), sum(req1[config])/minutes-sum(req0[config])/minutes, serverGets/minutes)
 		if gets > 0 || serverGets > 0 {
 			t.Errorf("%s: %.0f GETs from the provider (%.0f seen by the API server) when nothing changed, want none beyond the watches' traffic", c.Config, gets, serverGets)
 		}
@@ -358,7 +359,8 @@ func saveProfile(ctx context.Context, url, file string) error {
 	return os.WriteFile(file, b, 0o644) //nolint:gosec // A profile, not a secret.
 }
 
-// providerRequests reads the provider's requests to target clusters, by cluster and verb.
+// providerRequests reads the provider's requests to target clusters, by config (its metric's
+// label: ClusterProviderConfig/<name>) and verb.
 func providerRequests(t *testing.T) map[string]map[string]float64 {
 	t.Helper()
 	rsp, err := http.Get(env.Provider.MetricsURL) //nolint:noctx // A test's read of a local endpoint.
@@ -375,10 +377,10 @@ func providerRequests(t *testing.T) map[string]map[string]float64 {
 			continue
 		}
 		labels, v := metric(line)
-		if out[labels["cluster"]] == nil {
-			out[labels["cluster"]] = map[string]float64{}
+		if out[labels["config"]] == nil {
+			out[labels["config"]] = map[string]float64{}
 		}
-		out[labels["cluster"]][labels["verb"]] += v
+		out[labels["config"]][labels["verb"]] += v
 	}
 	return out
 }

@@ -207,7 +207,7 @@ func TestRenewedWatches(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := &watcher{}
 			for range 20 {
-				if _, err := (renewedWatches{ListerWatcher: w, timeout: tc.timeout}).Watch(metav1.ListOptions{TimeoutSeconds: tc.asked}); err != nil {
+				if _, err := (&renewedWatches{ListerWatcher: w, timeout: tc.timeout}).Watch(metav1.ListOptions{TimeoutSeconds: tc.asked}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -268,9 +268,9 @@ func (w *woken) count(n types.NamespacedName) int {
 func using(c *Cluster, ns string, instances ...types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := &watches{instances: map[types.NamespacedName]struct{}{}, stop: func() {}}
+	n := &watches{instances: map[types.NamespacedName]string{}, stop: func() {}}
 	for _, i := range instances {
-		n.instances[i] = struct{}{}
+		n.instances[i] = ""
 	}
 	c.namespaces[ns] = n
 }
@@ -377,7 +377,7 @@ func TestWatched(t *testing.T) {
 	t.Run("Observable", func(t *testing.T) {
 		w := &woken{}
 		c := serving(t, w, owned)
-		r, err := c.Watched(context.Background(), "team-a", a)
+		r, err := c.Watched(context.Background(), "team-a", a, "")
 		if err != nil {
 			t.Fatalf("Watched(...): %v", err)
 		}
@@ -403,7 +403,7 @@ func TestWatched(t *testing.T) {
 		w := &woken{}
 		c := serving(t, w, owned)
 		reader := types.NamespacedName{Namespace: "team-b", Name: "carts"}
-		if _, err := c.Watched(context.Background(), "team-a", reader); err != nil {
+		if _, err := c.Watched(context.Background(), "team-a", reader, ""); err != nil {
 			t.Fatalf("Watched(...): %v", err)
 		}
 		if n := w.count(a); n != 0 {
@@ -417,13 +417,13 @@ func TestWatched(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Stop()
-		_, err = c.Watched(context.Background(), "team-a", a)
+		_, err = c.Watched(context.Background(), "team-a", a, "")
 		want := "cannot observe namespace team-a of " + srv.URL + `: deployments.apps is forbidden: User "memcached" cannot list resource "deployments"`
 		if err == nil || err.Error() != want {
 			t.Errorf("Watched(...) = %v, want %q", err, want)
 		}
 		start := time.Now()
-		if _, err := c.Watched(context.Background(), "team-a", a); err == nil || time.Since(start) > 100*time.Millisecond {
+		if _, err := c.Watched(context.Background(), "team-a", a, ""); err == nil || time.Since(start) > 100*time.Millisecond {
 			t.Errorf("a second Watched(...) took %v and returned %v: want the same failure at once", time.Since(start), err)
 		}
 	})

@@ -51,7 +51,7 @@ users:
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	_, err = c.Watched(context.Background(), "team-a", types.NamespacedName{Namespace: "platform", Name: "sessions"})
+	_, err = c.Watched(context.Background(), "team-a", types.NamespacedName{Namespace: "platform", Name: "sessions"}, "")
 	got := ""
 	if err != nil {
 		got = err.Error()

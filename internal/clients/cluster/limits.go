@@ -3,7 +3,8 @@ package cluster
 import "time"
 
 // Limits bound what one target cluster, whose server a tenant may run, can make the shared
-// provider hold or wait for. The provider's flags set them (docs/operations.md); each error
+// provider hold or wait for. A ClusterProviderConfig's target is the platform's: of these,
+// only Objects applies to it. The provider's flags set them (docs/operations.md); each error
 // a limit causes names its flag, so that the tenant who reached it and the platform team that
 // set it both know which it was.
 type Limits struct {
@@ -20,11 +21,12 @@ type Limits struct {
 	// watches at once (--max-target-namespaces). A ClusterProviderConfig's placement bounds
 	// its own.
 	Namespaces int
-	// Reconciles bounds the reconciles that use one target at once: one ClusterProviderConfig,
-	// or all the namespaced ProviderConfigs of one namespace (--max-target-reconciles).
+	// Reconciles bounds the reconciles that use the namespaced ProviderConfigs of one
+	// namespace at once (--max-target-reconciles).
 	Reconciles int
-	// WakeRate bounds how many Instances per second the watches of one connection wake;
-	// wakes beyond it wait, merged (--target-wake-rate).
+	// WakeRate bounds how many Instances per second, on average, the watches of the
+	// namespaced ProviderConfigs of one namespace wake; wakes beyond it wait, merged
+	// (--target-wake-rate).
 	WakeRate float64
 	// Idle is how long a connection no Instance uses is kept before it is closed
 	// (--target-idle).

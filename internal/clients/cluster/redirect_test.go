@@ -62,7 +62,7 @@ func TestRedirect(t *testing.T) {
 		"Watched": {
 			reason: "The watches' lists are not sent on, and the namespace cannot be observed, saying why.",
 			call: func() error {
-				_, err := c.Watched(context.Background(), "team-a", types.NamespacedName{Namespace: "platform", Name: "sessions"})
+				_, err := c.Watched(context.Background(), "team-a", types.NamespacedName{Namespace: "platform", Name: "sessions"}, "")
 				return err
 			},
 			want: result{Err: "cannot observe namespace team-a of " + target.URL + ": " + redirect},

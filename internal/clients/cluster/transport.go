@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,44 +14,97 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// Requests counts every request the provider sends to target clusters, by cluster (its
-// server URL), verb (GET, LIST, WATCH, CREATE, PATCH, UPDATE, DELETE) and response code
-// ("error" when there was no response). Register it with the provider's metrics registry. It
-// is how a platform team checks that an idle provider only watches: LIST and WATCH a few
-// times a minute per watched namespace, and no GET per Instance.
+// Requests counts every request the provider sends to target clusters, by config (Label:
+// which ClusterProviderConfig, or "ProviderConfig" for every namespaced one, so that tenants
+// can neither add series without end nor see one another's server URLs), verb (GET, LIST,
+// WATCH, CREATE, PATCH, UPDATE, DELETE) and response code ("error" when there was no
+// response). Register it with the provider's metrics registry. It is how a platform team
+// checks that an idle provider only watches: LIST and WATCH a few times a minute per watched
+// namespace, and no GET per Instance.
 var Requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "provider_memcached_target_requests_total",
-	Help: "Requests the Memcached provider sent to target clusters, by cluster, verb and response code.",
-}, []string{"cluster", "verb", "code"})
+	Help: "Requests the Memcached provider sent to target clusters, by config, verb and response code.",
+}, []string{"config", "verb", "code"})
+
+// Label is config k's value of Requests' config label: a ClusterProviderConfig by name (the
+// platform writes those), and every namespaced ProviderConfig as one.
+func Label(k Key) string {
+	if k.Namespace != "" || k.Kind == "" {
+		return "ProviderConfig"
+	}
+	return k.Kind + "/" + k.Name
+}
 
 // transport counts each request to a target cluster and, when health is set, records what it
-// came to; when budget is set, it bounds what the watches read between lists.
+// came to; when accounts is set, it charges what the watches read to them before client-go
+// decodes it, and calls drop when a list holds more than they may.
 type transport struct {
-	next   http.RoundTripper
-	host   string
-	health *health
-	budget *budget
+	next     http.RoundTripper
+	label    string
+	health   *health
+	accounts *accounts
+	drop     func(error)
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := t.next.RoundTrip(req)
 	resource, verb := describe(req)
-	if t.budget != nil && err == nil && rsp != nil && rsp.StatusCode == http.StatusOK && resource != "" {
-		t.budget.spend(req, resource, verb, rsp)
+	if t.accounts != nil && err == nil && rsp != nil && rsp.StatusCode == http.StatusOK && resource != "" {
+		if rsp, err = t.charge(resource, verb, rsp); err != nil && t.drop != nil && !isRelist(err) {
+			t.drop(err)
+		}
 	}
 	code := "error"
 	if rsp != nil {
 		code = strconv.Itoa(rsp.StatusCode)
 	}
-	Requests.WithLabelValues(t.host, verb, code).Inc()
-	if t.health != nil && resource != "" {
-		t.health.record(req, resource, rsp, err)
+	Requests.WithLabelValues(t.label, verb, code).Inc()
+	if t.health != nil && resource != "" && err == nil {
+		t.health.record(req, resource, rsp, nil)
+	}
+	if t.health != nil && resource != "" && rsp == nil && err != nil {
+		t.health.record(req, resource, nil, err)
 	}
 	return rsp, err
+}
+
+// charge charges a list's objects and bytes to resource's account, before client-go decodes
+// any, and makes a watch's body charge what it reads. Only JSON is accepted (the provider asks
+// for nothing else): it is what the objects are counted in.
+func (t *transport) charge(resource, verb string, rsp *http.Response) (*http.Response, error) {
+	if verb != "LIST" && verb != "WATCH" {
+		return rsp, nil
+	}
+	if mt, _, _ := mime.ParseMediaType(rsp.Header.Get("Content-Type")); mt != runtime.ContentTypeJSON {
+		_ = rsp.Body.Close()
+		return nil, errors.Errorf("the target cluster answered a %s of %s as %q, not JSON, which is all the provider asks for", strings.ToLower(verb), resource, mt)
+	}
+	a := t.accounts.of(resource)
+	if verb == "WATCH" {
+		rsp.Body = &charging{body: rsp.Body, account: a}
+		return rsp, nil
+	}
+	b, err := io.ReadAll(rsp.Body)
+	_ = rsp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Items []struct{} `json:"items"`
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &l); err != nil {
+		return nil, errors.Wrapf(err, "cannot read the target cluster's list of %s", resource)
+	}
+	if err := a.list(len(l.Items), int64(len(b))); err != nil {
+		return nil, err
+	}
+	rsp.Body = io.NopCloser(bytes.NewReader(b))
+	return rsp, nil
 }
 
 // describe names the resource (the plural, for namespaced resource paths; "" otherwise)
@@ -178,67 +232,35 @@ var statusCodecs = func() serializer.CodecFactory {
 }()
 
 // MaxWatched bounds what the watches of one resource in one namespace read between two
-// lists. Each watch stream is bounded on its own (kubeconfig.MaxWatch), but a watch that ends
-// as a server may end it is renewed at once, from where it was, keeping what it added: a
-// server that ended every stream just within the bound would have the provider's cache grow
-// without end. With the budget, what an informer holds is at most one list (or the initial
-// events of one watch that sends them) and MaxWatched of changes; once it is spent the watch
-// fails, and client-go's reflector backs off and lists again, which replaces what it held.
+// lists: as much as the last list, at least minWatched, at most MaxWatched. Each watch stream
+// is bounded on its own (kubeconfig.MaxWatch), but a watch that ends as a server may end it
+// is renewed at once, from where it was, keeping what it added: a server that ended every
+// stream just within the bound would have the provider's cache grow without end. Once the
+// share is read, the watch fails, and client-go's reflector backs off and lists again, which
+// replaces what it held.
 const MaxWatched = 8 << 20
 
-// budget is what the watches of one namespace may still read of each resource before they
-// list again.
-type budget struct {
-	mu   sync.Mutex
-	left map[string]int64
+// isRelist says whether err is a watch that read its share, which only makes it list again.
+func isRelist(err error) bool {
+	var r errRelist
+	return errors.As(err, &r)
 }
 
-func newBudget() *budget {
-	return &budget{left: map[string]int64{}}
+// charging is the body of a watch, which charges what it reads to its resource's account.
+type charging struct {
+	body    io.ReadCloser
+	account *account
 }
 
-// spend renews resource's budget when rsp is a list (or a watch that sends its initial
-// events, which replaces what the informer holds too), and makes a watch's body spend it.
-func (b *budget) spend(req *http.Request, resource, verb string, rsp *http.Response) {
-	initial := req.URL.Query().Get("sendInitialEvents") == "true"
-	switch {
-	case verb == "LIST" || verb == "WATCH" && initial:
-		b.mu.Lock()
-		b.left[resource] = MaxWatched
-		b.mu.Unlock()
-	}
-	if verb == "WATCH" && rsp.Body != nil {
-		rsp.Body = &spending{body: rsp.Body, budget: b, resource: resource}
-	}
-}
-
-// take spends n bytes of resource's budget, and says whether it lasted. A resource never
-// listed has a full budget.
-func (b *budget) take(resource string, n int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	left, ok := b.left[resource]
-	if !ok {
-		left = MaxWatched
-	}
-	b.left[resource] = left - int64(n)
-	return left-int64(n) >= 0
-}
-
-// spending is the body of a watch, which spends its resource's budget.
-type spending struct {
-	body     io.ReadCloser
-	budget   *budget
-	resource string
-}
-
-func (s *spending) Read(p []byte) (int, error) {
-	n, err := s.body.Read(p)
-	if n > 0 && !s.budget.take(s.resource, n) {
-		_ = s.body.Close()
-		return 0, errors.Errorf("the watches of %s read more than %d bytes (%d MiB) since they last listed, the most the provider holds of one resource in one namespace: they list again", s.resource, MaxWatched, MaxWatched>>20)
+func (c *charging) Read(p []byte) (int, error) {
+	n, err := c.body.Read(p)
+	if n > 0 {
+		if cerr := c.account.watch(int64(n)); cerr != nil {
+			_ = c.body.Close()
+			return 0, cerr
+		}
 	}
 	return n, err
 }
 
-func (s *spending) Close() error { return s.body.Close() }
+func (c *charging) Close() error { return c.body.Close() }

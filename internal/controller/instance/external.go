@@ -74,6 +74,14 @@ func instanceKey(cr *v1alpha1.Instance) types.NamespacedName {
 	return types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
 }
 
+// tlsSecret is the TLS Secret the Instance names, whose changes wake it; "" for none.
+func tlsSecret(cr *v1alpha1.Instance) string {
+	if t := cr.Spec.ForProvider.TLS; t != nil {
+		return t.SecretName
+	}
+	return ""
+}
+
 // onlyObserves reports whether the Instance only observes (managementPolicies: [Observe]).
 func onlyObserves(cr *v1alpha1.Instance) bool {
 	return managed.NewManagementPoliciesResolver(true, cr.GetManagementPolicies()).ShouldOnlyObserve()
@@ -322,7 +330,7 @@ func (e *External) Disconnect(_ context.Context) error { return nil }
 // someone else's (which the watches do not hold), or applied a moment ago. An absent object
 // is left out. It returns the watches' reader too, for the TLS Secret the Instance names.
 func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName, need map[string]bool) (observed, client.Reader, error) {
-	watched, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr))
+	watched, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr), tlsSecret(cr))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -343,7 +351,7 @@ func (e *External) observe(ctx context.Context, cr *v1alpha1.Instance, key types
 // namespace's watches, like observe, so that the Instance is woken by them and is
 // Unreachable while the namespace cannot be observed. An absent object is left out.
 func (e *External) observeLive(ctx context.Context, cr *v1alpha1.Instance, key types.NamespacedName) (observed, error) {
-	if _, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr)); err != nil {
+	if _, err := e.Target.Watched(ctx, key.Namespace, instanceKey(cr), tlsSecret(cr)); err != nil {
 		return nil, err
 	}
 	direct := e.Target.Client()
@@ -426,7 +434,7 @@ func (e *External) desired(ctx context.Context, cr *v1alpha1.Instance) (render.M
 	if e.secured != nil {
 		return *e.secured, nil
 	}
-	watched, err := e.Target.Watched(ctx, m.Namespace, instanceKey(cr))
+	watched, err := e.Target.Watched(ctx, m.Namespace, instanceKey(cr), tlsSecret(cr))
 	if err != nil {
 		return render.Memcached{}, kubeconfig.Trim(err)
 	}

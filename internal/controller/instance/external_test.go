@@ -145,7 +145,7 @@ func (t *target) Client() client.Client {
 	})
 }
 
-func (t *target) Watched(_ context.Context, _ string, _ types.NamespacedName) (client.Reader, error) {
+func (t *target) Watched(_ context.Context, _ string, _ types.NamespacedName, _ string) (client.Reader, error) {
 	if t.watchErr != nil {
 		return nil, t.watchErr
 	}

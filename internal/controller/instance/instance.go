@@ -34,10 +34,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -100,18 +97,13 @@ type Options struct {
 
 // Setup adds the Instance controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, io Options) error {
-	namespace, settled := io.Namespace, io.Settled
+	namespace := io.Namespace
 	name := managed.ControllerName(v1alpha1.InstanceGroupKind)
 
 	// Watches of target clusters, changed credentials and what the control plane says of
-	// Instances wake them through this channel.
-	events := make(chan ctrlevent.GenericEvent, 1024)
-	wake := func(n types.NamespacedName) {
-		i := &v1alpha1.Instance{}
-		i.SetNamespace(n.Namespace)
-		i.SetName(n.Name)
-		events <- ctrlevent.GenericEvent{Object: i}
-	}
+	// Instances wake them through the controller's queue.
+	wakes := &Wakes{}
+	wake := wakes.Wake
 	clusters := cluster.NewClusters(cluster.Options{
 		RequestTimeout: RequestTimeout,
 		WatchTimeout:   o.PollInterval,
@@ -127,6 +119,10 @@ func Setup(mgr ctrl.Manager, o controller.Options, io Options) error {
 		return err
 	}
 
+	// Connections no Instance uses are closed after io.Targets.Idle.
+	if err := mgr.Add(clusters); err != nil {
+		return errors.Wrap(err, "cannot add the sweep of idle target connections")
+	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder still takes the legacy events API.
 	opts := append(ReconcilerOptions(&Connector{
 		Kube:     mgr.GetClient(),
@@ -148,7 +144,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, io Options) error {
 		Drifts:      NewDrifts(),
 		Credentials: credentials.NewStore(),
 		Expiries:    NewExpiries(),
-	}, o.PollInterval, settled),
+	}, o.PollInterval, io),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(recorder),
 	)
@@ -169,8 +165,8 @@ func Setup(mgr ctrl.Manager, o controller.Options, io Options) error {
 		Named(name).
 		WithOptions(co).
 		For(&v1alpha1.Instance{}, builder.WithPredicates(resource.DesiredStateChanged())).
-		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
-		Complete(ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter))
+		WatchesRawSource(wakes.Source()).
+		Complete(&Gate{Instances: mgr.GetCache(), Most: io.Targets.Reconciles, Reconciler: ratelimiter.NewReconciler(name, r, o.GlobalRateLimiter)})
 }
 
 // watchSecrets wakes the Instances whose connection was made from a Secret that changed or
@@ -194,12 +190,16 @@ func watchSecrets(mgr ctrl.Manager, clusters *cluster.Clusters, wake func(types.
 }
 
 // ReconcilerOptions are how the Instance controller uses crossplane-runtime's managed
-// reconciler, apart from logging, events and metrics. They are exported so that tests run
-// the same reconciler as the provider.
-func ReconcilerOptions(c *Connector, poll, settled time.Duration) []managed.ReconcilerOption {
+// reconciler, apart from logging, events and metrics: it polls every poll, or as io's
+// Settled and MinPoll say. They are exported so that tests run the same reconciler as the
+// provider.
+func ReconcilerOptions(c *Connector, poll time.Duration, io Options) []managed.ReconcilerOption {
 	return []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[*v1alpha1.Instance](c),
 		managed.WithPollInterval(poll),
+		// Instances share the reconciles the provider may make: one that asks for a
+		// crossplane.io/poll-interval of 1ms would otherwise take most of them.
+		managed.WithMinPollInterval(io.MinPoll),
 		// managementPolicies are honoured: without Delete (Crossplane v2's replacement
 		// for deletionPolicy: Orphan) deleting an Instance leaves its Memcached running.
 		managed.WithManagementPolicies(),
@@ -214,7 +214,7 @@ func ReconcilerOptions(c *Connector, poll, settled time.Duration) []managed.Reco
 		// The provider watches what it owns in target clusters, and what the control plane
 		// says of each Instance, so a rollout's progress and changes made by hand wake the
 		// Instance: polling is only the safety net, rarer once an Instance has settled.
-		managed.WithPollIntervalHook(PollIntervalHook(settled, c.Expiries)),
+		managed.WithPollIntervalHook(PollIntervalHook(io.Settled, io.MinPoll, c.Expiries)),
 	}
 }
 
@@ -227,17 +227,24 @@ func ReconcilerOptions(c *Connector, poll, settled time.Duration) []managed.Reco
 // Instance is judged by wakes it when it changes (its target cluster's objects and watches'
 // health, its credentials, its policy, its ProviderConfig and usage, its namespace, its
 // connection Secret), so a longer one costs nothing but the time to notice a change no watch
-// saw. A crossplane.io/poll-interval annotation is honoured as it is, settled or not.
-func PollIntervalHook(settled time.Duration, expiries *Expiries) managed.PollIntervalHook {
+// saw. A crossplane.io/poll-interval annotation is honoured, settled or not, but never below
+// minPoll (--min-poll; the managed reconciler raises a shorter one to it, and the jitter does
+// not take it below), so that no Instance takes most of the reconciles the provider shares.
+func PollIntervalHook(settled, minPoll time.Duration, expiries *Expiries) managed.PollIntervalHook {
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
-		if _, annotated := meta.GetPollInterval(mg); !annotated && settled > poll && Settled(mg) {
+		_, annotated := meta.GetPollInterval(mg)
+		if !annotated && settled > poll && Settled(mg) {
 			next := settled
 			if at, ok := expiries.At(mg.GetUID()); ok && time.Until(at)+time.Second < next {
 				next = max(time.Until(at)+time.Second, poll)
 			}
 			poll = next
 		}
-		return poll - time.Duration(rand.Int64N(int64(poll)/10+1))
+		next := poll - time.Duration(rand.Int64N(int64(poll)/10+1))
+		if annotated {
+			next = max(next, min(poll, minPoll))
+		}
+		return next
 	}
 }
 
@@ -306,8 +313,9 @@ type Target interface {
 	// Client writes to the target cluster, and reads what the watches do not hold.
 	Client() client.Client
 	// Watched reads what the provider owns in namespace from watches, registering instance
-	// to be woken by changes; it fails while the namespace cannot be observed.
-	Watched(ctx context.Context, namespace string, instance types.NamespacedName) (client.Reader, error)
+	// to be woken by changes of what it owns and of the TLS Secret it names (tlsSecret, ""
+	// for none); it fails while the namespace cannot be observed.
+	Watched(ctx context.Context, namespace string, instance types.NamespacedName, tlsSecret string) (client.Reader, error)
 	// Forget stops waking instance for namespace.
 	Forget(namespace string, instance types.NamespacedName)
 }

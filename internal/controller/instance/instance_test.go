@@ -441,13 +441,68 @@ func TestConnect(t *testing.T) {
 	}
 }
 
-// reconciler is the managed reconciler as Setup builds it, over a fake control plane and a
-// fake target cluster.
+// reconciler is the managed reconciler as Setup builds it with the provider's default
+// flags, over a fake control plane and a fake target cluster.
 func reconciler(t *testing.T, cp client.Client, target client.Client) *managed.Reconciler {
 	t.Helper()
 	mgr := &xpfake.Manager{Client: cp, Scheme: cp.Scheme()}
 	return managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.InstanceGroupVersionKind),
-		ReconcilerOptions(connector(t, cp, newTarget(target), policy{s: settings(t)}, nil, nil), time.Minute, 10*time.Minute)...)
+		ReconcilerOptions(connector(t, cp, newTarget(target), policy{s: settings(t)}, nil, nil), time.Minute, Options{Settled: 10 * time.Minute, MinPoll: 10 * time.Second})...)
+}
+
+func TestMinPoll(t *testing.T) {
+	// Instances share the provider's reconciles: a crossplane.io/poll-interval annotation
+	// below --min-poll (10s here) is raised to it, so that a few Instances cannot take most
+	// of them; one above it, or none, is left alone.
+	ctx := context.Background()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "platform", Name: "sessions"}}
+	type want struct {
+		min, max time.Duration
+	}
+	cases := map[string]struct {
+		reason string
+		args   map[string]string
+		want   want
+	}{
+		"BelowFloor": {
+			reason: "An Instance that asks to be polled every millisecond is polled every --min-poll.",
+			args:   map[string]string{"crossplane.io/poll-interval": "1ms"},
+			want:   want{min: 10 * time.Second, max: 10 * time.Second},
+		},
+		"AboveFloor": {
+			reason: "An annotation above --min-poll is obeyed, less up to a tenth at random.",
+			args:   map[string]string{"crossplane.io/poll-interval": "30s"},
+			want:   want{min: 27 * time.Second, max: 30 * time.Second},
+		},
+		"NotAnnotated": {
+			reason: "An Instance on its way up without an annotation is polled every --poll.",
+			want:   want{min: 54 * time.Second, max: time.Minute},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i := instance(func(i *v1alpha1.Instance) {
+				i.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: "default"}
+				i.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+				meta.AddAnnotations(i, tc.args)
+			})
+			i.Generation = 0
+			cp := controlPlane(t, i, clusterProviderConfig(xpv2.CredentialsSourceInjectedIdentity))
+			r := reconciler(t, cp, targetCluster(interceptor.Funcs{}))
+
+			// Create, then observe: the observation requeues after the poll interval.
+			var got reconcile.Result
+			for range 2 {
+				var err error
+				if got, err = r.Reconcile(ctx, req); err != nil {
+					t.Fatalf("Reconcile(...): %v", err)
+				}
+			}
+			if got.RequeueAfter < tc.want.min || got.RequeueAfter > tc.want.max {
+				t.Errorf("\n%s\nReconcile(...) requeues after %v, want between %v and %v", tc.reason, got.RequeueAfter, tc.want.min, tc.want.max)
+			}
+		})
+	}
 }
 
 func TestReconcile(t *testing.T) {
@@ -537,10 +592,10 @@ func TestPollIntervalHook(t *testing.T) {
 	// Polling is a safety net: an Instance on its way (creating, failing, a spec not yet
 	// judged) is polled every --poll, one that has settled every --settled-poll, each less up
 	// to a tenth at random so that Instances created together do not poll together; a
-	// crossplane.io/poll-interval annotation is obeyed as it is.
+	// crossplane.io/poll-interval annotation is obeyed, but never below --min-poll.
 	synced := func(i *v1alpha1.Instance) { i.SetConditions(xpv2.ReconcileSuccess()) }
 	type args struct {
-		settled, poll time.Duration
+		settled, minPoll, poll time.Duration
 		// expires is when the Instance's TLS certificate expires, from now; zero is none.
 		expires  time.Duration
 		instance *v1alpha1.Instance
@@ -582,6 +637,18 @@ func TestPollIntervalHook(t *testing.T) {
 			})},
 			want: want{min: 27 * time.Second, max: 30 * time.Second},
 		},
+		"AnnotatedAtFloor": {
+			reason: "The jitter never takes an annotated Instance below --min-poll (which the managed reconciler raised its annotation to).",
+			args: args{settled: 10 * time.Minute, minPoll: 10 * time.Second, poll: 11 * time.Second, instance: instance(was(available), synced, func(i *v1alpha1.Instance) {
+				meta.AddAnnotations(i, map[string]string{"crossplane.io/poll-interval": "1ms"})
+			})},
+			want: want{min: 10 * time.Second, max: 11 * time.Second},
+		},
+		"NotAnnotatedBelowFloor": {
+			reason: "--min-poll only bounds annotations: a --poll below it is jittered as usual.",
+			args:   args{settled: 10 * time.Minute, minPoll: time.Minute, poll: 30 * time.Second, instance: instance()},
+			want:   want{min: 27 * time.Second, max: 30 * time.Second},
+		},
 		"CertificateExpiresSooner": {
 			reason: "A settled Instance whose certificate expires before its next settled poll polls just after it expires, to say so.",
 			args:   args{settled: 10 * time.Minute, poll: time.Minute, expires: 3 * time.Minute, instance: instance(was(available), synced)},
@@ -611,17 +678,17 @@ func TestPollIntervalHook(t *testing.T) {
 			if tc.args.expires != 0 {
 				expiries.Set(tc.args.instance.GetUID(), time.Now().Add(tc.args.expires))
 			}
-			hook := PollIntervalHook(tc.args.settled, expiries)
+			hook := PollIntervalHook(tc.args.settled, tc.args.minPoll, expiries)
 			seen := map[time.Duration]bool{}
 			for range 100 {
 				got := hook(tc.args.instance, tc.args.poll)
 				if got < tc.want.min || got > tc.want.max {
-					t.Fatalf("\n%s\nPollIntervalHook(%v)(..., %v) = %v, want between %v and %v", tc.reason, tc.args.settled, tc.args.poll, got, tc.want.min, tc.want.max)
+					t.Fatalf("\n%s\nPollIntervalHook(%v, %v)(..., %v) = %v, want between %v and %v", tc.reason, tc.args.settled, tc.args.minPoll, tc.args.poll, got, tc.want.min, tc.want.max)
 				}
 				seen[got] = true
 			}
 			if len(seen) < 2 {
-				t.Errorf("\n%s\nPollIntervalHook(%v)(..., %v) returned one value in 100 calls: no jitter", tc.reason, tc.args.settled, tc.args.poll)
+				t.Errorf("\n%s\nPollIntervalHook(%v, %v)(..., %v) returned one value in 100 calls: no jitter", tc.reason, tc.args.settled, tc.args.minPoll, tc.args.poll)
 			}
 		})
 	}
@@ -800,7 +867,7 @@ func TestSetup(t *testing.T) {
 	}
 	o := controller.DefaultOptions()
 	o.MetricOptions = &controller.MetricOptions{MRMetrics: managed.NewMRMetricRecorder(), MRStateMetrics: statemetrics.NewMRStateMetrics()}
-	if err := Setup(mgr, o, "crossplane-system", 10*time.Minute); err != nil {
+	if err := Setup(mgr, o, Options{Namespace: "crossplane-system", Settled: 10 * time.Minute, MinPoll: 10 * time.Second, Targets: cluster.DefaultLimits()}); err != nil {
 		t.Errorf("Setup(...): %v", err)
 	}
 }

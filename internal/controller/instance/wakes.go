@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"maps"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,15 +11,44 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 )
+
+// Wakes wake Instances (for the watches of target clusters, changed credentials and the
+// control plane) by adding them to the Instance controller's queue, which its Source is
+// given when the controller starts. Wake never blocks, so that the informers' handlers
+// that call it never stall: the queue has no bound, and merges an Instance woken again
+// before it is reconciled, so a policy change that wakes every Instance costs one entry
+// each. Wakes before the controller has started are dropped: it reconciles every Instance
+// when it starts.
+type Wakes struct {
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+}
+
+// Wake adds the Instance n to the controller's queue, if the controller has started.
+func (w *Wakes) Wake(n types.NamespacedName) {
+	if q := w.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: n})
+	}
+}
+
+// Source is the controller's source of wakes: starting it gives Wake the queue.
+func (w *Wakes) Source() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		w.queue.Store(&q)
+		return nil
+	})
+}
 
 // A wakeRule says which Instances a change of one kind of control-plane object concerns.
 // Together the rules cover everything in the control plane an Instance is judged by besides

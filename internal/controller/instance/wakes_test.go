@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -349,4 +352,75 @@ func instanceUsing(namespace, name, kind, config string) *v1alpha1.Instance {
 	i := &v1alpha1.Instance{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	i.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: kind, Name: config}
 	return i
+}
+
+func TestWakesNeverBlock(t *testing.T) {
+	// A policy change wakes every Instance at once, from an informer's handler: Wake must
+	// return however many Instances it wakes and however slowly the controller drains its
+	// queue (here: never), or the informers stall. A channel of 1,024 blocked at the 1,025th.
+	// The queue merges an Instance woken again before it is reconciled.
+	names := func(wakes, distinct int) []types.NamespacedName {
+		ns := make([]types.NamespacedName, wakes)
+		for i := range ns {
+			ns[i] = types.NamespacedName{Namespace: "platform", Name: fmt.Sprintf("cache-%d", i%distinct)}
+		}
+		return ns
+	}
+	type args struct {
+		// started is whether the controller started the Wakes' source before the wakes.
+		started bool
+		wakes   []types.NamespacedName
+	}
+	type want struct {
+		queued int
+	}
+	cases := map[string]struct {
+		reason string
+		args   args
+		want   want
+	}{
+		"Thousands": {
+			reason: "5,000 Instances woken with nobody reconciling are all queued, without blocking.",
+			args:   args{started: true, wakes: names(5000, 5000)},
+			want:   want{queued: 5000},
+		},
+		"Duplicates": {
+			reason: "5,000 wakes of 10 Instances queue each once.",
+			args:   args{started: true, wakes: names(5000, 10)},
+			want:   want{queued: 10},
+		},
+		"BeforeStart": {
+			reason: "Wakes before the controller starts are dropped (it reconciles every Instance when it starts), without blocking.",
+			args:   args{wakes: names(5000, 5000)},
+			want:   want{queued: 0},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			// The queue the controller gives its sources by default.
+			q := priorityqueue.New[reconcile.Request]("wakes-" + name)
+			defer q.ShutDown()
+			w := &Wakes{}
+			if tc.args.started {
+				if err := w.Source().Start(context.Background(), q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for _, n := range tc.args.wakes {
+					w.Wake(n)
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("\n%s\nWake(...) blocked: %d wakes did not return in 10s", tc.reason, len(tc.args.wakes))
+			}
+			if diff := cmp.Diff(tc.want, want{queued: q.Len()}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("\n%s\nWake(...) x %d: -want, +got:\n%s", tc.reason, len(tc.args.wakes), diff)
+			}
+		})
+	}
 }
