@@ -101,14 +101,17 @@ type account struct {
 	closed  bool
 }
 
-// list replaces what the account holds by a list of items objects in n bytes. It fails,
-// charging nothing, when the list holds more objects than the account may, or its ledger
-// cannot hold it.
-func (a *account) list(items int, n int64) error {
+// list replaces what the account holds by a list of items objects in n bytes, or, for a
+// list's next page, adds them to the pages before. It fails, charging nothing, when the list
+// holds more objects than the account may, or its ledger cannot hold it.
+func (a *account) list(items int, n int64, next bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return errStopped
+	}
+	if next {
+		items, n = a.held+items, a.listed+n
 	}
 	if items > a.objects {
 		return a.tooMany(items)

@@ -28,6 +28,8 @@ type hostile struct {
 	item   func(i int) string
 	events func(w http.ResponseWriter)
 	stall  bool
+	// pages, when set, has every list of Deployments say there is another page.
+	pages bool
 
 	lists, gets atomic.Int32
 }
@@ -62,7 +64,11 @@ func (h *hostile) serve(t *testing.T) *httptest.Server {
 		case deployments:
 			h.lists.Add(1)
 			var b strings.Builder
-			b.WriteString(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[`)
+			next := ""
+			if h.pages {
+				next = `,"continue":"more"`
+			}
+			b.WriteString(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"` + next + `},"items":[`)
 			for i := range max(h.items, 0) {
 				if i > 0 {
 					b.WriteByte(',')
@@ -110,6 +116,12 @@ func TestTargetLimits(t *testing.T) {
 			server: &hostile{items: 99, item: padded},
 			key:    Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"},
 			want:   "ProviderConfig team-h/hostile's target clusters would exceed 1 MiB (estimated from what their watches read), the provider's limit (--max-target-memory-mb=1)",
+		},
+		"PagedList": {
+			reason: "A list answered in pages, each within the bound, is held whole once client-go has read every page: the pages add up.",
+			server: &hostile{items: 90, item: tiny, pages: true},
+			key:    Key{Kind: "ClusterProviderConfig", Name: "platform"},
+			want:   "would have the provider hold 180 deployments of namespace team-h, more than the provider's limit of 100 objects",
 		},
 		"WatchedObjects": {
 			reason: "Objects a watch adds after an empty list count as much as a list's.",

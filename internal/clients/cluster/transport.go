@@ -55,7 +55,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := t.next.RoundTrip(req)
 	resource, verb := describe(req)
 	if t.accounts != nil && err == nil && rsp != nil && rsp.StatusCode == http.StatusOK && resource != "" {
-		if rsp, err = t.charge(resource, verb, rsp); err != nil && t.drop != nil && !isRelist(err) {
+		if rsp, err = t.charge(req, resource, verb, rsp); err != nil && t.drop != nil && !isRelist(err) {
 			t.drop(err)
 		}
 	}
@@ -74,9 +74,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // charge charges a list's objects and bytes to resource's account, before client-go decodes
-// any, and makes a watch's body charge what it reads. Only JSON is accepted (the provider asks
-// for nothing else): it is what the objects are counted in.
-func (t *transport) charge(resource, verb string, rsp *http.Response) (*http.Response, error) {
+// any, and makes a watch's body charge what it reads. A list's next page (continue) adds to
+// its first, which client-go holds with it. Only JSON is accepted (the provider asks for
+// nothing else): it is what the objects are counted in.
+func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.Response) (*http.Response, error) {
 	if verb != "LIST" && verb != "WATCH" {
 		return rsp, nil
 	}
@@ -100,7 +101,7 @@ func (t *transport) charge(resource, verb string, rsp *http.Response) (*http.Res
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &l); err != nil {
 		return nil, errors.Wrapf(err, "cannot read the target cluster's list of %s", resource)
 	}
-	if err := a.list(len(l.Items), int64(len(b))); err != nil {
+	if err := a.list(len(l.Items), int64(len(b)), req.URL.Query().Get("continue") != ""); err != nil {
 		return nil, err
 	}
 	rsp.Body = io.NopCloser(bytes.NewReader(b))
