@@ -6,21 +6,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// What the provider holds of a target cluster is estimated from what its watches read,
-// before client-go decodes it: a decoded object costs perObject bytes however small its JSON
-// (an empty Deployment is about 1.3 KiB of Go structs), and perByte bytes for each byte of
-// JSON (a Deployment with many small labels decodes to 4.6 times its JSON). Measured on
-// Kubernetes 1.35's types: docs/performance.md#what-a-target-cluster-can-make-the-provider-hold.
-const (
-	perObject = 1536
-	perByte   = 5
-)
-
-// estimate is what objects decoded from n bytes of JSON hold.
-func estimate(objects int, n int64) int64 {
-	return int64(objects)*perObject + n*perByte
-}
-
 // minWatched is the least the watches of one resource in one namespace may read between two
 // lists, however small the last list was: a few hundred changes of a typical object.
 const minWatched = 1 << 20
@@ -41,28 +26,51 @@ type ledger struct {
 	held int64
 }
 
-// charge adds n (which may be negative) to the ledger and its parents, or, when that takes
-// any of them past its limit, nothing, and says which.
-func (l *ledger) charge(n int64) error {
+// lock locks l and its parents, child first, and returns them.
+func (l *ledger) lock() []*ledger {
 	var chain []*ledger
 	for x := l; x != nil; x = x.parent {
 		x.mu.Lock()
 		chain = append(chain, x)
 	}
-	defer func() {
-		for _, x := range chain {
-			x.mu.Unlock()
-		}
-	}()
-	if n > 0 {
-		for _, x := range chain {
-			if x.held+n > x.limit {
-				return errors.Errorf("what the provider holds of %s's target clusters would exceed %d MiB (estimated from what their watches read), the provider's limit (%s=%d)", x.what, x.limit>>20, x.flag, x.limit>>20)
-			}
-		}
+	return chain
+}
+
+func unlock(chain []*ledger) {
+	for _, x := range chain {
+		x.mu.Unlock()
+	}
+}
+
+// charge adds n (which may be negative) to the ledger and its parents, or, when that takes
+// any of them past its limit, nothing, and says which.
+func (l *ledger) charge(n int64) error {
+	chain := l.lock()
+	defer unlock(chain)
+	if err := over(chain, n); err != nil {
+		return err
 	}
 	for _, x := range chain {
 		x.held += n
+	}
+	return nil
+}
+
+// fits says which of l and its parents could not hold n more; nil when all could.
+func (l *ledger) fits(n int64) error {
+	chain := l.lock()
+	defer unlock(chain)
+	return over(chain, n)
+}
+
+func over(chain []*ledger, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	for _, x := range chain {
+		if x.held+n > x.limit {
+			return errors.Errorf("what the provider holds of %s's target clusters would exceed %d MiB (estimated from what their answers decode to), the provider's limit (%s=%d)", x.what, x.limit>>20, x.flag, x.limit>>20)
+		}
 	}
 	return nil
 }
@@ -85,49 +93,98 @@ var errStopped = errors.New("the watches of this namespace stopped")
 type errRelist struct{ error }
 
 // An account is what the watches of one resource in one cache (one target namespace's owned
-// objects, or its TLS Secrets) hold: the objects of the last list, those the watches added
-// since, and the bytes both read, charged to a ledger.
+// objects, or its TLS Secrets) hold, charged to a ledger: each object the informer's store
+// holds, by key, at the estimate of what it decoded from (an object of a list at the list's
+// average), a list's estimate from when the transport reads it until the informer has its
+// objects, and each watch event's from when it is read until the informer has it.
 type account struct {
 	resource, namespace string
 	// objects bounds the objects held (Limits.Objects).
 	objects int
 	ledger  *ledger
 
-	mu      sync.Mutex
-	held    int
-	listed  int64
-	watched int64
-	charged int64
-	closed  bool
+	mu sync.Mutex
+	// keys are the objects held, and the estimate charged for each.
+	keys map[string]int64
+	// page counts the objects of the list being read (its pages add up), list its estimate.
+	page int
+	list int64
+	// events are the estimates of the watch events read and not yet handed on, in order.
+	events []int64
+	// listed and watched are the bytes of the last list and of the watches since, for the
+	// watches' share.
+	listed, watched int64
+	charged         int64
+	closed          bool
 }
 
-// list replaces what the account holds by a list of items objects in n bytes, or, for a
-// list's next page, adds them to the pages before. It fails, charging nothing, when the list
-// holds more objects than the account may, or its ledger cannot hold it.
-func (a *account) list(items int, n int64, next bool) error {
+// charge charges n to the account's ledger; a.mu is held.
+func (a *account) charge(n int64) error {
+	if err := a.ledger.charge(n); err != nil {
+		return err
+	}
+	a.charged += n
+	return nil
+}
+
+// listing charges a list's page of items objects, n bytes estimated at cost, before client-go
+// decodes it: a first page replaces the list before it, a next page adds to it. It fails,
+// charging nothing, when the list has more objects than the account may hold, or its ledger
+// cannot hold it.
+func (a *account) listing(items int, n, cost int64, next bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return errStopped
 	}
-	if next {
-		items, n = a.held+items, a.listed+n
+	if !next {
+		_ = a.charge(-a.list)
+		a.page, a.list, a.listed = 0, 0, 0
 	}
-	if items > a.objects {
-		return a.tooMany(items)
+	if a.page+items > a.objects {
+		return a.tooMany(a.page + items)
 	}
-	want := estimate(items, n)
-	if err := a.ledger.charge(want - a.charged); err != nil {
+	if err := a.charge(cost); err != nil {
 		return err
 	}
-	a.held, a.listed, a.watched, a.charged = items, n, 0, want
+	a.page += items
+	a.list += cost
+	a.listed += n
+	a.watched = 0
 	return nil
 }
 
-// watch charges n more bytes a watch read. It fails with errRelist once the watches read as
-// much as the last list (at least minWatched, at most MaxWatched) or the ledger is full: the
-// watch ends and its reflector lists again.
-func (a *account) watch(n int64) error {
+// decoded replaces the objects held by keys, those of a page the informer decoded (added to
+// the page before when next), at the list's average estimate.
+func (a *account) decoded(keys []string, next bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errStopped
+	}
+	if !next {
+		for _, c := range a.keys {
+			_ = a.charge(-c)
+		}
+		a.keys = map[string]int64{}
+	}
+	if len(a.keys)+len(keys) > a.objects {
+		return a.tooMany(len(a.keys) + len(keys))
+	}
+	each := a.list / int64(max(1, len(keys)))
+	for _, k := range keys {
+		a.keys[k] += each
+	}
+	// What stays of the page's estimate (its rounding) is charged to nothing held.
+	_ = a.charge(-(a.list - each*int64(len(keys))))
+	a.list = 0
+	return nil
+}
+
+// reading charges n more bytes a watch read, which hold a partial event estimated at
+// partial. It fails with errRelist once the watches read as much as the last list (at least
+// minWatched, at most MaxWatched), and otherwise when the ledger cannot hold the event.
+func (a *account) reading(n, partial int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -137,48 +194,79 @@ func (a *account) watch(n int64) error {
 	if a.watched+n > share {
 		return errRelist{errors.Errorf("the watches of %s in namespace %s read more than %d bytes since they last listed, as much as the provider reads between two lists: they list again", a.resource, a.namespace, share)}
 	}
-	if err := a.ledger.charge(n * perByte); err != nil {
-		return errRelist{err}
-	}
 	a.watched += n
-	a.charged += n * perByte
-	return nil
+	return a.ledger.fits(partial)
 }
 
-// count sets the objects held to n: what the informer's store holds, with the one a watch
-// is about to add. It fails when that is more than the account may hold, or more than its
-// ledger can.
-func (a *account) count(n int) error {
+// read charges a watch event estimated at cost, read whole, until the informer has it.
+func (a *account) read(cost int64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.set(n)
-}
-
-// add counts delta more objects held (fewer when negative).
-func (a *account) add(delta int) error {
-	if delta == 0 {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.set(max(0, a.held+delta))
-}
-
-// set sets the objects held to n; a.mu is held.
-func (a *account) set(n int) error {
 	if a.closed {
 		return errStopped
 	}
-	if n > a.objects {
-		return a.tooMany(n)
-	}
-	delta := int64(n-a.held) * perObject
-	if err := a.ledger.charge(delta); err != nil {
+	if err := a.charge(cost); err != nil {
 		return err
 	}
-	a.held = n
-	a.charged += delta
+	a.events = append(a.events, cost)
 	return nil
+}
+
+// restart forgets the events of a watch that ended: a new one begins.
+func (a *account) restart() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.events {
+		_ = a.charge(-c)
+	}
+	a.events = nil
+}
+
+// Event kinds of the watch events an account hands on.
+const (
+	upsert = iota
+	remove
+	other
+)
+
+// handOn moves the next watch event's estimate to the object key it concerns: an upsert
+// holds it (instead of what the key held), a remove frees both, any other event frees its
+// own. It fails when an upsert of a new key would hold more objects than the account may.
+func (a *account) handOn(key string, kind int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errStopped
+	}
+	var cost int64
+	if len(a.events) > 0 {
+		cost, a.events = a.events[0], a.events[1:]
+	}
+	old, held := a.keys[key]
+	switch {
+	case kind == upsert && !held && len(a.keys)+1 > a.objects:
+		_ = a.charge(-cost)
+		return a.tooMany(len(a.keys) + 1)
+	case kind == upsert:
+		if a.keys == nil {
+			a.keys = map[string]int64{}
+		}
+		a.keys[key] = cost
+		_ = a.charge(-old)
+	case kind == remove:
+		delete(a.keys, key)
+		_ = a.charge(-old - cost)
+	default:
+		_ = a.charge(-cost)
+	}
+	return nil
+}
+
+// held is how many objects the account holds.
+func (a *account) held() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.keys)
 }
 
 // close gives back what the account held: its watches stopped.
@@ -187,7 +275,7 @@ func (a *account) close() {
 	defer a.mu.Unlock()
 	if !a.closed {
 		_ = a.ledger.charge(-a.charged)
-		a.closed, a.charged = true, 0
+		a.closed, a.charged, a.keys, a.events = true, 0, nil, nil
 	}
 }
 
@@ -218,7 +306,7 @@ func (as *accounts) of(resource string) *account {
 	defer as.mu.Unlock()
 	a, ok := as.m[resource]
 	if !ok {
-		a = &account{resource: resource, namespace: as.namespace, objects: as.objects, ledger: as.ledger}
+		a = &account{resource: resource, namespace: as.namespace, objects: as.objects, ledger: as.ledger, keys: map[string]int64{}}
 		as.m[resource] = a
 	}
 	return a

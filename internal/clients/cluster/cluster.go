@@ -79,9 +79,9 @@ type connection struct {
 	label string
 	// ledger bounds what the connection's watches hold; nil holds anything.
 	ledger *ledger
-	// namespaces, when set, names whose connection it is for Limits.Namespaces: a
-	// namespaced ProviderConfig's.
-	namespaces string
+	// namespaces, when set, counts the target namespaces its tenant's connections watch,
+	// against Limits.Namespaces: a namespaced ProviderConfig's.
+	namespaces *watchedNamespaces
 	// waker wakes Instances for it, shared by the connections of one tenant.
 	waker *waker
 }
@@ -150,7 +150,11 @@ func New(rc *rest.Config, o Options) (*Cluster, error) {
 	c.watch = rest.CopyConfig(rc)
 	c.watch.ContentType, c.watch.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	c.watch.WrapTransport, c.watch.Dial = nil, nil
-	direct := &http.Client{Transport: &timeout{next: &transport{next: kubeconfig.Untrusted(base), label: o.conn.label}, after: o.RequestTimeout, quiet: c.quiet}}
+	var bound int64
+	if o.conn.ledger != nil {
+		bound = o.conn.ledger.limit / 2
+	}
+	direct := &http.Client{Transport: &timeout{next: &transport{next: kubeconfig.Untrusted(base), label: o.conn.label, bound: bound}, after: o.RequestTimeout, quiet: c.quiet}}
 	if c.client, err = client.New(c.watch, client.Options{HTTPClient: direct, Scheme: kubeconfig.Scheme(), Mapper: kubeconfig.RESTMapper()}); err != nil {
 		stop()
 		return nil, errors.Wrapf(err, "cannot create a client for %s", rc.Host)
@@ -172,6 +176,10 @@ func (c *Cluster) Watched(ctx context.Context, namespace string, instance types.
 	c.mu.Lock()
 	c.used = time.Now()
 	n, ok := c.namespaces[namespace]
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return nil, errors.Errorf("cannot observe namespace %s of %s: the connection was closed", namespace, c.Host)
+	}
 	if ok && n.retry() {
 		// Dropped over a limit a while ago: its Instances carry over to a fresh start.
 		delete(c.namespaces, namespace)
@@ -180,6 +188,8 @@ func (c *Cluster) Watched(ctx context.Context, namespace string, instance types.
 			for _, i := range registered {
 				n.register(i.instance, i.tls)
 			}
+		} else {
+			c.releaseNamespace()
 		}
 	}
 	if !ok {
@@ -189,6 +199,7 @@ func (c *Cluster) Watched(ctx context.Context, namespace string, instance types.
 		}
 		var err error
 		if n, err = c.startWatches(namespace); err != nil {
+			c.releaseNamespace()
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -218,19 +229,58 @@ func (c *Cluster) startNamespace(namespace string) (*watches, bool) {
 	return n, true
 }
 
-// admitNamespace refuses a namespace beyond Limits.Namespaces for a namespaced
-// ProviderConfig's connection; c.mu is held.
+// admitNamespace takes one of the tenant's Limits.Namespaces for a namespace a namespaced
+// ProviderConfig's connection starts watching, or says why it may not; c.mu is held.
 func (c *Cluster) admitNamespace(namespace string) error {
-	most := c.opts.Limits.Namespaces
-	if c.opts.conn.namespaces == "" || most <= 0 || len(c.namespaces) < most {
+	w, most := c.opts.conn.namespaces, c.opts.Limits.Namespaces
+	if w == nil || most <= 0 {
 		return nil
 	}
-	watched := make([]string, 0, len(c.namespaces))
-	for ns := range c.namespaces {
-		watched = append(watched, ns)
+	if n, ok := w.take(most); !ok {
+		return errors.Errorf("cannot observe namespace %s of %s: %s already watch %d target namespaces, the provider's limit (--max-target-namespaces=%d)", namespace, c.Host, w.what, n, most)
 	}
-	sort.Strings(watched)
-	return errors.Errorf("cannot observe namespace %s of %s: %s already watches %d target namespaces (%s), the provider's limit (--max-target-namespaces=%d)", namespace, c.Host, c.opts.conn.namespaces, len(watched), strings.Join(watched, ", "), most)
+	return nil
+}
+
+// releaseNamespace gives back the slot of a namespace no longer watched; c.mu is held.
+func (c *Cluster) releaseNamespace() {
+	if w := c.opts.conn.namespaces; w != nil && c.opts.Limits.Namespaces > 0 {
+		w.give()
+	}
+}
+
+// watchedNamespaces counts the target namespaces the connections of one tenant (the
+// namespaced ProviderConfigs of one namespace) watch: each costs the provider six caches and
+// their watches, however little they hold.
+type watchedNamespaces struct {
+	what string
+
+	mu sync.Mutex
+	n  int
+}
+
+// take takes a slot when fewer than most are taken, and says how many are.
+func (w *watchedNamespaces) take(most int) (int, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n >= most {
+		return w.n, false
+	}
+	w.n++
+	return w.n, true
+}
+
+func (w *watchedNamespaces) give() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n = max(0, w.n-1)
+}
+
+// touch records that an Instance is about to read through the connection.
+func (c *Cluster) touch() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.used = time.Now()
 }
 
 // Used reports when an Instance last read through the connection, and whether one still
@@ -276,6 +326,7 @@ func (c *Cluster) Forget(namespace string, instance types.NamespacedName) {
 	if left == 0 {
 		n.close()
 		delete(c.namespaces, namespace)
+		c.releaseNamespace()
 	}
 }
 
@@ -299,9 +350,11 @@ func (c *Cluster) Stop() {
 	c.stop()
 	c.mu.Lock()
 	registered := 0
-	for _, n := range c.namespaces {
+	for ns, n := range c.namespaces {
 		registered += len(n.registered())
 		n.close()
+		delete(c.namespaces, ns)
+		c.releaseNamespace()
 	}
 	c.mu.Unlock()
 	c.waker.grow(-registered)
@@ -400,9 +453,7 @@ func (c *Cluster) newCache(ctx context.Context, namespace string, h *health, as 
 	o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	o.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 		w := &renewedWatches{ListerWatcher: lw, timeout: timeout, account: as.of(resourceOf(obj)), drop: drop, done: ctx.Done()}
-		inf := toolscache.NewSharedIndexInformer(w, obj, resync, idx)
-		w.store = inf.GetStore()
-		return inf
+		return toolscache.NewSharedIndexInformer(w, obj, resync, idx)
 	}
 	cch, err := cache.New(c.watch, o)
 	return cch, errors.Wrapf(err, "cannot watch namespace %s of %s", namespace, c.Host)
@@ -602,21 +653,41 @@ func (n *watches) waitSynced(ctx context.Context, timeout time.Duration) error {
 // renewedWatches ends every watch after about timeout, so that the informer renews it:
 // each renewal proves the cluster reachable and the credentials still good, at the cost of
 // one watch request per resource and namespace per timeout, however many Instances there are.
-// It also counts what its watches add to the informer's store against account, and drops
-// the namespace before the store holds more objects than the account allows.
+// It also tells account which objects the informer's store holds, from the lists it decoded
+// and the watch events it hands on, in order, and drops the namespace before the store holds
+// more objects than the account allows.
 type renewedWatches struct {
 	toolscache.ListerWatcher
 	timeout time.Duration
 	account *account
 	drop    func(error)
 	done    <-chan struct{}
-	store   toolscache.Store
 }
 
 // IsWatchListSemanticsUnSupported says the informer must list: the provider counts a list's
 // objects before client-go decodes them (transport), which it cannot do for a watch that
 // streams its initial events.
 func (w *renewedWatches) IsWatchListSemanticsUnSupported() bool { return true }
+
+// List lists, and tells the account which objects the page holds.
+func (w *renewedWatches) List(o metav1.ListOptions) (runtime.Object, error) {
+	obj, err := w.ListerWatcher.List(o)
+	if err != nil || w.account == nil {
+		return obj, err
+	}
+	var keys []string
+	_ = meta.EachListItem(obj, func(i runtime.Object) error {
+		if k, err := toolscache.MetaNamespaceKeyFunc(i); err == nil {
+			keys = append(keys, k)
+		}
+		return nil
+	})
+	if err := w.account.decoded(keys, o.Continue != ""); err != nil {
+		w.drop(err)
+		return nil, err
+	}
+	return obj, nil
+}
 
 func (w *renewedWatches) Watch(o metav1.ListOptions) (watch.Interface, error) {
 	if w.timeout > 0 {
@@ -626,23 +697,21 @@ func (w *renewedWatches) Watch(o metav1.ListOptions) (watch.Interface, error) {
 		}
 	}
 	in, err := w.ListerWatcher.Watch(o)
-	if err != nil || w.account == nil || w.store == nil {
+	if err != nil || w.account == nil {
 		return in, err
 	}
 	return counted(in, w), nil
 }
 
-// counted passes in's events on, counting the objects they add to the informer's store (an
-// object the store does not hold yet) or take from it against the account, and drops the
-// namespace instead of passing on one the account cannot hold. The store is updated a moment
-// after an event is passed on, so the count can only run ahead of it; every resync events it
-// is set to what the store holds.
+// counted passes in's events on, telling the account which object each holds or frees before
+// the informer has it, and drops the namespace instead of passing on one the account cannot
+// hold.
 func counted(in watch.Interface, w *renewedWatches) watch.Interface {
 	out := &countedWatch{in: in, events: make(chan watch.Event), stopped: make(chan struct{})}
 	go func() {
 		defer close(out.events)
 		defer in.Stop()
-		for seen := 1; ; seen++ {
+		for {
 			var e watch.Event
 			var ok bool
 			select {
@@ -655,23 +724,16 @@ func counted(in watch.Interface, w *renewedWatches) watch.Interface {
 			if !ok {
 				return
 			}
-			delta := 0
-			if key, err := toolscache.MetaNamespaceKeyFunc(e.Object); err == nil && e.Type != watch.Bookmark && e.Type != watch.Error {
-				_, exists, _ := w.store.GetByKey(key)
-				switch {
-				case e.Type == watch.Deleted && exists:
-					delta = -1
-				case e.Type != watch.Deleted && !exists:
-					delta = 1
+			key, kind := "", other
+			if k, err := toolscache.MetaNamespaceKeyFunc(e.Object); err == nil {
+				switch e.Type {
+				case watch.Added, watch.Modified:
+					key, kind = k, upsert
+				case watch.Deleted:
+					key, kind = k, remove
 				}
 			}
-			var err error
-			if seen%resync == 0 {
-				err = w.account.count(len(w.store.ListKeys()) + delta)
-			} else {
-				err = w.account.add(delta)
-			}
-			if err != nil {
+			if err := w.account.handOn(key, kind); err != nil {
 				w.drop(err)
 				return
 			}
@@ -686,9 +748,6 @@ func counted(in watch.Interface, w *renewedWatches) watch.Interface {
 	}()
 	return out
 }
-
-// resync is how many watch events pass between two countings of the store.
-const resync = 256
 
 type countedWatch struct {
 	in      watch.Interface
@@ -730,9 +789,10 @@ type entry struct {
 
 // A tenant is what the connections of the namespaced ProviderConfigs of one namespace share.
 type tenant struct {
-	ledger *ledger
-	waker  *waker
-	users  int
+	ledger     *ledger
+	waker      *waker
+	namespaces *watchedNamespaces
+	users      int
 }
 
 // NewClusters returns an empty set of connections.
@@ -748,10 +808,13 @@ func (cs *Clusters) Get(k Key, version string, secret types.NamespacedName, conf
 	cs.Sweep(time.Now())
 	cs.mu.Lock()
 	e, ok := cs.m[k]
-	cs.mu.Unlock()
 	if ok && e.version == version {
+		// Used now: a sweep before the Instance reads through it must not close it.
+		e.cluster.touch()
+		cs.mu.Unlock()
 		return e.cluster, nil
 	}
+	cs.mu.Unlock()
 	rc, err := config()
 	if err != nil {
 		return nil, err
@@ -793,16 +856,17 @@ func (cs *Clusters) options(k Key) Options {
 	}
 	t, ok := cs.tenants[k.Namespace]
 	if !ok {
+		what := "the ProviderConfigs of namespace " + k.Namespace
 		t = &tenant{
-			ledger: &ledger{what: "the ProviderConfigs of namespace " + k.Namespace, flag: "--max-tenant-memory-mb", limit: limitOrMax(o.Limits.TenantMemory)},
-			waker:  newWaker(o.Wake, o.Limits.WakeRate),
+			ledger:     &ledger{what: what, flag: "--max-tenant-memory-mb", limit: limitOrMax(o.Limits.TenantMemory)},
+			waker:      newWaker(o.Wake, o.Limits.WakeRate),
+			namespaces: &watchedNamespaces{what: what},
 		}
 		cs.tenants[k.Namespace] = t
 	}
 	t.users++
-	what := "ProviderConfig " + k.Namespace + "/" + k.Name
-	o.conn.ledger = &ledger{what: what, flag: "--max-target-memory-mb", limit: limitOrMax(o.Limits.ConfigMemory), parent: t.ledger}
-	o.conn.namespaces = what
+	o.conn.ledger = &ledger{what: "ProviderConfig " + k.Namespace + "/" + k.Name, flag: "--max-target-memory-mb", limit: limitOrMax(o.Limits.ConfigMemory), parent: t.ledger}
+	o.conn.namespaces = t.namespaces
 	o.conn.waker = t.waker
 	return o
 }

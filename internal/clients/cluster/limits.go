@@ -11,15 +11,16 @@ type Limits struct {
 	// Objects bounds the objects of one resource in one target namespace: what one list
 	// answers, and what the watches of that resource hold after it (--max-target-objects).
 	Objects int
-	// ConfigMemory bounds, in bytes, the memory the watches of one ProviderConfig's target
-	// cluster may hold, estimated from what they read (--max-target-memory-mb).
+	// ConfigMemory bounds, in bytes, the memory the watches of one namespaced ProviderConfig's
+	// target cluster may hold, estimated from what they read (--max-target-memory-mb); half of
+	// it bounds each answer its client reads directly.
 	ConfigMemory int64
 	// TenantMemory bounds, in bytes, the same for all namespaced ProviderConfigs of one
 	// namespace together (--max-tenant-memory-mb).
 	TenantMemory int64
-	// Namespaces bounds the target namespaces one namespaced ProviderConfig's connection
-	// watches at once (--max-target-namespaces). A ClusterProviderConfig's placement bounds
-	// its own.
+	// Namespaces bounds the target namespaces the namespaced ProviderConfigs of one
+	// namespace watch at once, together (--max-target-namespaces). A ClusterProviderConfig's
+	// placement bounds its own.
 	Namespaces int
 	// Reconciles bounds the reconciles that use the namespaced ProviderConfigs of one
 	// namespace at once (--max-target-reconciles).

@@ -30,6 +30,10 @@ type hostile struct {
 	stall  bool
 	// pages, when set, has every list of Deployments say there is another page.
 	pages bool
+	// status, when set, is the status code of every list of Deployments; list, when set,
+	// its whole body.
+	status int
+	list   func() string
 
 	lists, gets atomic.Int32
 }
@@ -61,8 +65,17 @@ func (h *hostile) serve(t *testing.T) *httptest.Server {
 		case verb == "GET":
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+		case deployments && h.list != nil:
+			h.lists.Add(1)
+			if h.status != 0 {
+				w.WriteHeader(h.status)
+			}
+			_, _ = fmt.Fprint(w, h.list())
 		case deployments:
 			h.lists.Add(1)
+			if h.status != 0 {
+				w.WriteHeader(h.status)
+			}
 			var b strings.Builder
 			next := ""
 			if h.pages {
@@ -88,7 +101,7 @@ func (h *hostile) serve(t *testing.T) *httptest.Server {
 func tiny(i int) string { return fmt.Sprintf(`{"metadata":{"name":"d%d"}}`, i) }
 
 func padded(i int) string {
-	return fmt.Sprintf(`{"metadata":{"name":"d%d","annotations":{"pad":%q}}}`, i, strings.Repeat("a", 2000))
+	return fmt.Sprintf(`{"metadata":{"name":"d%d","annotations":{"pad":%q}}}`, i, strings.Repeat("a", 6000))
 }
 
 // TestTargetLimits proves that what a target cluster answers cannot make the provider hold
@@ -115,13 +128,54 @@ func TestTargetLimits(t *testing.T) {
 			reason: "Fewer objects than the bound, but more than a namespaced ProviderConfig's connections may hold.",
 			server: &hostile{items: 99, item: padded},
 			key:    Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"},
-			want:   "ProviderConfig team-h/hostile's target clusters would exceed 1 MiB (estimated from what their watches read), the provider's limit (--max-target-memory-mb=1)",
+			want:   "ProviderConfig team-h/hostile's target clusters would exceed 1 MiB (estimated from what their answers decode to), the provider's limit (--max-target-memory-mb=1)",
 		},
 		"PagedList": {
 			reason: "A list answered in pages, each within the bound, is held whole once client-go has read every page: the pages add up.",
 			server: &hostile{items: 90, item: tiny, pages: true},
 			key:    Key{Kind: "ClusterProviderConfig", Name: "platform"},
 			want:   "would have the provider hold 180 deployments of namespace team-h, more than the provider's limit of 100 objects",
+		},
+		"NonOKSuccess": {
+			reason: "client-go decodes a list answered 203 as it does one answered 200: it is counted alike.",
+			server: &hostile{items: 250000, item: tiny, status: http.StatusNonAuthoritativeInfo},
+			key:    Key{Kind: "ClusterProviderConfig", Name: "platform"},
+			want:   "(--max-target-objects=100)",
+		},
+		"EmptyStructs": {
+			reason: "One Deployment with a million empty containers is 3 MiB of JSON and 430 MiB of structs: the estimate counts what the JSON decodes to, not what it weighs.",
+			server: &hostile{items: 1, item: func(int) string {
+				return `{"metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[` + strings.Repeat("{},", 1<<20) + `{}]}}}}`
+			}},
+			key:  Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"},
+			want: "(--max-target-memory-mb=1)",
+		},
+		"DuplicateItems": {
+			reason: "client-go decodes every items array of a list, though only the last counts: all of them are estimated.",
+			server: &hostile{list: func() string {
+				return `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[` + strings.Repeat("{},", 1<<18) + `{}],"items":[]}`
+			}},
+			key:  Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"},
+			want: "(--max-target-memory-mb=1)",
+		},
+		"EmptyPages": {
+			reason: "A server answering empty pages that say more follow would keep the pager asking, five times a second, for ever.",
+			server: &hostile{items: 0, item: tiny, pages: true},
+			key:    Key{Kind: "ClusterProviderConfig", Name: "platform"},
+			want:   "an empty page that says more follow",
+		},
+		"DeleteThenAdd": {
+			reason: "A watch that deletes an object the store does not hold and adds it back at once cannot make the count lag behind the store.",
+			server: &hostile{item: tiny, events: func(w http.ResponseWriter) {
+				for i := range 300 {
+					for _, t := range []string{"DELETED", "ADDED"} {
+						_, _ = fmt.Fprintf(w, `{"type":%q,"object":{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"w%d","namespace":"team-h","resourceVersion":"%d"}}}`+"\n", t, i, i+2)
+					}
+				}
+				w.(http.Flusher).Flush()
+			}},
+			key:  Key{Kind: "ClusterProviderConfig", Name: "platform"},
+			want: "(--max-target-objects=100)",
 		},
 		"WatchedObjects": {
 			reason: "Objects a watch adds after an empty list count as much as a list's.",
@@ -208,17 +262,82 @@ func TestTenantMemory(t *testing.T) {
 	if errs[0] != nil {
 		t.Errorf("the first ProviderConfig's namespace: Watched(...) = %v, want it within both budgets", errs[0])
 	}
-	want := "the ProviderConfigs of namespace team-h's target clusters would exceed 1 MiB (estimated from what their watches read), the provider's limit (--max-tenant-memory-mb=1)"
+	want := "the ProviderConfigs of namespace team-h's target clusters would exceed 1 MiB (estimated from what their answers decode to), the provider's limit (--max-tenant-memory-mb=1)"
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), want) {
 		t.Errorf("the second ProviderConfig of the same tenant: Watched(...) = %v, want an error saying %q", errs[1], want)
 	}
 }
 
-// TestTargetNamespaces proves that one namespaced ProviderConfig's connection watches at
-// most --max-target-namespaces namespaces: each costs six caches.
+// TestTargetNamespaces proves that the namespaced ProviderConfigs of one namespace watch at
+// most --max-target-namespaces namespaces together, however many ProviderConfigs the tenant
+// writes: each namespace costs six caches and their watches.
 func TestTargetNamespaces(t *testing.T) {
 	srv := (&hostile{item: tiny}).serve(t)
 	cs := NewClusters(Options{Kinds: testKinds, SyncTimeout: 5 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Limits: Limits{Objects: 10, Namespaces: 2}})
+	var conns []*Cluster
+	for _, name := range []string{"one", "two"} {
+		c, err := cs.Get(Key{Kind: "ProviderConfig", Namespace: "team-h", Name: name}, "v1", types.NamespacedName{}, func() (*rest.Config, error) {
+			return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		conns = append(conns, c)
+	}
+	for i, ns := range []string{"a", "b", "c"} {
+		c := conns[min(i, 1)]
+		_, err := c.Watched(context.Background(), ns, types.NamespacedName{Namespace: "team-h", Name: ns}, "")
+		switch {
+		case i < 2 && err != nil:
+			t.Errorf("Watched(%s) = %v, want the namespace watched", ns, err)
+		case i == 2 && (err == nil || !strings.Contains(err.Error(), "the ProviderConfigs of namespace team-h already watch 2 target namespaces, the provider's limit (--max-target-namespaces=2)")):
+			t.Errorf("Watched(%s) = %v, want the third namespace refused naming the limit", ns, err)
+		}
+	}
+}
+
+// TestWatchChurnIsNotRefused proves that a cluster whose objects change often is not taken for
+// one that holds too much: a change replaces what its object held.
+func TestWatchChurnIsNotRefused(t *testing.T) {
+	pad := strings.Repeat("a", 900)
+	srv := (&hostile{item: tiny, events: func(w http.ResponseWriter) {
+		for i := range 1000 {
+			_, _ = fmt.Fprintf(w, `{"type":"MODIFIED","object":{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"busy","namespace":"team-a","resourceVersion":"%d","annotations":{"pad":%q}}}}`+"\n", i+2, pad)
+		}
+		w.(http.Flusher).Flush()
+	}}).serve(t)
+	cs := NewClusters(Options{Kinds: testKinds, SyncTimeout: 5 * time.Second, RequestTimeout: time.Second, WatchTimeout: time.Minute, Limits: Limits{Objects: 100, ConfigMemory: 1 << 20, TenantMemory: 1 << 20}})
+	c, err := cs.Get(Key{Kind: "ProviderConfig", Namespace: "team-a", Name: "busy"}, "v1", types.NamespacedName{}, func() (*rest.Config, error) {
+		return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	a := types.NamespacedName{Namespace: "team-a", Name: "s"}
+	if _, err := c.Watched(context.Background(), "team-a", a, ""); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // 1,000 changes of one object, about 1 MiB
+	if _, err := c.Watched(context.Background(), "team-a", a, ""); err != nil {
+		t.Errorf("after 1,000 changes of one Deployment, Watched(...) = %v; want the namespace still watched", err)
+	}
+	if held := c.opts.conn.ledger.holds(); held > 64<<10 {
+		t.Errorf("the ledger holds %d KiB for one Deployment changed 1,000 times; want what one change holds", held>>10)
+	}
+}
+
+// TestDirectAnswerBound proves that what a namespaced ProviderConfig's client reads directly
+// (a GET of one object, an apply's answer), which no watch holds, is bounded by what it
+// decodes to: 8 MiB of empty containers in one Deployment would be 1.3 GiB.
+func TestDirectAnswerBound(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, `{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"d","namespace":"team-h"},"spec":{"template":{"spec":{"containers":[`+strings.Repeat("{},", 1<<20)+`{}]}}}}`)
+	}))
+	t.Cleanup(srv.Close)
+	cs := NewClusters(Options{Kinds: testKinds, RequestTimeout: 5 * time.Second, Limits: Limits{ConfigMemory: 16 << 20, TenantMemory: 32 << 20}})
 	c, err := cs.Get(Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"}, "v1", types.NamespacedName{}, func() (*rest.Config, error) {
 		return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, nil
 	})
@@ -226,14 +345,9 @@ func TestTargetNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	for i, ns := range []string{"a", "b", "c"} {
-		_, err := c.Watched(context.Background(), ns, types.NamespacedName{Namespace: "team-h", Name: ns}, "")
-		switch {
-		case i < 2 && err != nil:
-			t.Errorf("Watched(%s) = %v, want the namespace watched", ns, err)
-		case i == 2 && (err == nil || !strings.Contains(err.Error(), "ProviderConfig team-h/hostile already watches 2 target namespaces (a, b), the provider's limit (--max-target-namespaces=2)")):
-			t.Errorf("Watched(%s) = %v, want the third namespace refused naming the limit", ns, err)
-		}
+	err = c.Client().Get(context.Background(), types.NamespacedName{Namespace: "team-h", Name: "d"}, &appsv1.Deployment{})
+	if want := "more than the provider reads of one answer for a namespaced ProviderConfig (8 MiB, half of --max-target-memory-mb)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Get(...) = %v, want an error saying %q", err, want)
 	}
 }
 
@@ -331,6 +445,9 @@ func TestRequestsLabel(t *testing.T) {
 	}
 	if added := testutil.CollectAndCount(Requests) - before; added > 1 {
 		t.Errorf("5 tenants' ProviderConfigs added %d series; want at most 1", added)
+	}
+	if got := codeOf(&http.Response{StatusCode: 299}); got != "2xx" {
+		t.Errorf("the code label of a 299 = %q, want its class: a server must not add series with codes of its own", got)
 	}
 	if got := Label(Key{Kind: "ClusterProviderConfig", Name: "platform"}); got != "ClusterProviderConfig/platform" {
 		t.Errorf("Label(ClusterProviderConfig platform) = %q, want the platform's config named", got)

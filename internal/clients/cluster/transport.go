@@ -49,21 +49,24 @@ type transport struct {
 	health   *health
 	accounts *accounts
 	drop     func(error)
+	// bound, when set, refuses an answer (not a watch) that would decode to more: what a
+	// namespaced ProviderConfig's client reads directly, which no watch holds.
+	bound int64
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := t.next.RoundTrip(req)
 	resource, verb := describe(req)
-	if t.accounts != nil && err == nil && rsp != nil && rsp.StatusCode == http.StatusOK && resource != "" {
+	// client-go decodes any 2xx answer to a list: each is charged.
+	if t.accounts != nil && err == nil && rsp != nil && rsp.StatusCode >= http.StatusOK && rsp.StatusCode < http.StatusMultipleChoices && resource != "" {
 		if rsp, err = t.charge(req, resource, verb, rsp); err != nil && t.drop != nil && !isRelist(err) {
 			t.drop(err)
 		}
 	}
-	code := "error"
-	if rsp != nil {
-		code = strconv.Itoa(rsp.StatusCode)
+	if t.bound > 0 && err == nil && rsp != nil && rsp.StatusCode >= http.StatusOK && rsp.StatusCode < http.StatusMultipleChoices && verb != "WATCH" {
+		rsp, err = t.bounded(resource, verb, rsp)
 	}
-	Requests.WithLabelValues(t.label, verb, code).Inc()
+	Requests.WithLabelValues(t.label, verb, codeOf(rsp)).Inc()
 	if t.health != nil && resource != "" && err == nil {
 		t.health.record(req, resource, rsp, nil)
 	}
@@ -71,6 +74,49 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.health.record(req, resource, nil, err)
 	}
 	return rsp, err
+}
+
+// codeOf is the code label of an answer: its status code when an API server answers with it,
+// else its class ("4xx"), so that a server cannot add series with codes of its own; "error"
+// without an answer.
+func codeOf(rsp *http.Response) string {
+	switch {
+	case rsp == nil:
+		return "error"
+	case knownCodes[rsp.StatusCode]:
+		return strconv.Itoa(rsp.StatusCode)
+	case rsp.StatusCode >= 100 && rsp.StatusCode < 600:
+		return strconv.Itoa(rsp.StatusCode/100) + "xx"
+	}
+	return "other"
+}
+
+// knownCodes are the status codes API servers answer with.
+var knownCodes = map[int]bool{200: true, 201: true, 202: true, 204: true, 304: true, 400: true, 401: true, 403: true, 404: true, 405: true, 406: true, 409: true, 410: true, 413: true, 415: true, 422: true, 429: true, 500: true, 503: true, 504: true}
+
+// bounded refuses an answer that would decode to more than t.bound, or that is not JSON
+// (which the estimate reads), before client-go decodes it.
+func (t *transport) bounded(resource, verb string, rsp *http.Response) (*http.Response, error) {
+	if rsp.Body == nil || rsp.Body == http.NoBody {
+		return rsp, nil
+	}
+	b, err := io.ReadAll(rsp.Body)
+	_ = rsp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 {
+		rsp.Body = http.NoBody
+		return rsp, nil
+	}
+	if mt, _, _ := mime.ParseMediaType(rsp.Header.Get("Content-Type")); mt != runtime.ContentTypeJSON {
+		return nil, errors.Errorf("the target cluster answered a %s of %s as %q, not JSON, which is all the provider asks for", strings.ToLower(verb), resource, mt)
+	}
+	if est := estimateJSON(b); est > t.bound {
+		return nil, errors.Errorf("the target cluster's answer to a %s of %s would decode to some %d MiB, more than the provider reads of one answer for a namespaced ProviderConfig (%d MiB, half of --max-target-memory-mb)", strings.ToLower(verb), resource, est>>20, t.bound>>20)
+	}
+	rsp.Body = io.NopCloser(bytes.NewReader(b))
+	return rsp, nil
 }
 
 // charge charges a list's objects and bytes to resource's account, before client-go decodes
@@ -87,7 +133,8 @@ func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.R
 	}
 	a := t.accounts.of(resource)
 	if verb == "WATCH" {
-		rsp.Body = &charging{body: rsp.Body, account: a}
+		a.restart()
+		rsp.Body = &charging{body: rsp.Body, account: a, drop: t.drop}
 		return rsp, nil
 	}
 	b, err := io.ReadAll(rsp.Body)
@@ -96,12 +143,18 @@ func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.R
 		return nil, err
 	}
 	var l struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
 		Items []struct{} `json:"items"`
 	}
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &l); err != nil {
 		return nil, errors.Wrapf(err, "cannot read the target cluster's list of %s", resource)
 	}
-	if err := a.list(len(l.Items), int64(len(b)), req.URL.Query().Get("continue") != ""); err != nil {
+	if len(l.Items) == 0 && l.Metadata.Continue != "" {
+		return nil, errors.Errorf("the target cluster answered a list of %s with an empty page that says more follow, which an API server never does", resource)
+	}
+	if err := a.listing(len(l.Items), int64(len(b)), estimateJSON(b), req.URL.Query().Get("continue") != ""); err != nil {
 		return nil, err
 	}
 	rsp.Body = io.NopCloser(bytes.NewReader(b))
@@ -247,17 +300,33 @@ func isRelist(err error) bool {
 	return errors.As(err, &r)
 }
 
-// charging is the body of a watch, which charges what it reads to its resource's account.
+// charging is the body of a watch, which charges what it reads to its resource's account:
+// each event's estimate once read whole, and fails before an event the ledger cannot hold is
+// read whole (and decoded), dropping the namespace.
 type charging struct {
 	body    io.ReadCloser
 	account *account
+	drop    func(error)
+	scan    scanner
 }
 
 func (c *charging) Read(p []byte) (int, error) {
 	n, err := c.body.Read(p)
 	if n > 0 {
-		if cerr := c.account.watch(int64(n)); cerr != nil {
+		var cerr error
+		c.scan.scan(p[:n], func(cost int64) {
+			if cerr == nil {
+				cerr = c.account.read(cost)
+			}
+		})
+		if cerr == nil {
+			cerr = c.account.reading(int64(n), c.scan.cost)
+		}
+		if cerr != nil {
 			_ = c.body.Close()
+			if !isRelist(cerr) && c.drop != nil {
+				c.drop(cerr)
+			}
 			return 0, cerr
 		}
 	}
