@@ -127,6 +127,25 @@ func (a *account) charge(n int64) error {
 	return nil
 }
 
+// admits says why a list's page of which items objects, estimated at cost, have been read so
+// far cannot be held (a first page replacing the list before it); nil while it can.
+func (a *account) admits(items int, cost int64, next bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errStopped
+	}
+	if next {
+		items += a.page
+	} else {
+		cost -= a.list
+	}
+	if items > a.objects {
+		return a.tooMany(items)
+	}
+	return a.ledger.fits(cost)
+}
+
 // listing charges a list's page of items objects, n bytes estimated at cost, before client-go
 // decodes it: a first page replaces the list before it, a next page adds to it. It fails,
 // charging nothing, when the list has more objects than the account may hold, or its ledger

@@ -154,7 +154,9 @@ func New(rc *rest.Config, o Options) (*Cluster, error) {
 	if o.conn.ledger != nil {
 		bound = o.conn.ledger.limit / 2
 	}
-	direct := &http.Client{Transport: &timeout{next: &transport{next: kubeconfig.Untrusted(base), label: o.conn.label, bound: bound}, after: o.RequestTimeout, quiet: c.quiet}}
+	// The provider's transport reads answers before kubeconfig.Untrusted does, so that it
+	// refuses one as soon as what came is too much, rather than once all of it is in memory.
+	direct := &http.Client{Transport: &timeout{next: &transport{next: kubeconfig.Untrusted(&bounding{next: base, bound: bound}), label: o.conn.label}, after: o.RequestTimeout, quiet: c.quiet}}
 	if c.client, err = client.New(c.watch, client.Options{HTTPClient: direct, Scheme: kubeconfig.Scheme(), Mapper: kubeconfig.RESTMapper()}); err != nil {
 		stop()
 		return nil, errors.Wrapf(err, "cannot create a client for %s", rc.Host)
@@ -446,7 +448,7 @@ func (c *Cluster) drop(n *watches, err error) {
 // report to health and are charged to accounts; drop is called when they would hold more
 // than the limits allow.
 func (c *Cluster) newCache(ctx context.Context, namespace string, h *health, as *accounts, drop func(error), o cache.Options) (cache.Cache, error) {
-	o.HTTPClient = &http.Client{Transport: &transport{next: kubeconfig.Untrusted(c.base), label: c.opts.conn.label, health: h, accounts: as, drop: drop}}
+	o.HTTPClient = &http.Client{Transport: &transport{next: kubeconfig.Untrusted(&bounding{next: c.base, accounts: as, drop: drop}), label: c.opts.conn.label, health: h}}
 	timeout := c.opts.WatchTimeout
 	o.Scheme = kubeconfig.Scheme()
 	o.Mapper = kubeconfig.RESTMapper()

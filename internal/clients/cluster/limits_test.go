@@ -151,12 +151,12 @@ func TestTargetLimits(t *testing.T) {
 			want: "(--max-target-memory-mb=1)",
 		},
 		"DuplicateItems": {
-			reason: "client-go decodes every items array of a list, though only the last counts: all of them are estimated.",
+			reason: "client-go decodes every items array of a list, though only the last counts: all of them are counted.",
 			server: &hostile{list: func() string {
 				return `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"1"},"items":[` + strings.Repeat("{},", 1<<18) + `{}],"items":[]}`
 			}},
 			key:  Key{Kind: "ProviderConfig", Namespace: "team-h", Name: "hostile"},
-			want: "(--max-target-memory-mb=1)",
+			want: "more than the provider's limit of 100 objects",
 		},
 		"EmptyPages": {
 			reason: "A server answering empty pages that say more follow would keep the pager asking, five times a second, for ever.",

@@ -24,8 +24,10 @@ type scanner struct {
 	inString bool
 	escaped  bool
 	inScalar bool
-	// cost is the estimate of the top-level value being read.
-	cost int64
+	// cost is the estimate of the top-level value being read, total of all read so far.
+	cost, total int64
+	// items counts the objects opened at the second level: a list's items.
+	items int
 }
 
 // scan reads p and calls done with the estimate of each top-level value it completes; the
@@ -33,6 +35,7 @@ type scanner struct {
 func (s *scanner) scan(p []byte, done func(cost int64)) {
 	for _, c := range p {
 		s.cost += costByte
+		s.total += costByte
 		if s.inString {
 			switch {
 			case s.escaped:
@@ -53,16 +56,19 @@ func (s *scanner) scan(p []byte, done func(cost int64)) {
 		switch {
 		case c == '"':
 			s.inString = true
-			s.cost += costValue
+			s.add(costValue)
 		case c == '{':
+			if s.depth == 2 {
+				s.items++
+			}
 			if s.depth <= 2 {
-				s.cost += costShallowObject
+				s.add(costShallowObject)
 			} else {
-				s.cost += costDeepObject
+				s.add(costDeepObject)
 			}
 			s.depth++
 		case c == '[':
-			s.cost += costValue
+			s.add(costValue)
 			s.depth++
 		case c == '}' || c == ']':
 			if s.depth > 0 {
@@ -71,9 +77,14 @@ func (s *scanner) scan(p []byte, done func(cost int64)) {
 			s.end(done)
 		case isScalar && !s.inScalar:
 			s.inScalar = true
-			s.cost += costValue
+			s.add(costValue)
 		}
 	}
+}
+
+func (s *scanner) add(n int64) {
+	s.cost += n
+	s.total += n
 }
 
 // end completes a top-level value when the scanner is back at depth 0.

@@ -17,6 +17,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/example/function-memcached/internal/clients/kubeconfig"
 )
 
 // Requests counts every request the provider sends to target clusters, by config (Label:
@@ -41,39 +43,81 @@ func Label(k Key) string {
 }
 
 // transport counts each request to a target cluster and, when health is set, records what it
-// came to; when accounts is set, it charges what the watches read to them before client-go
-// decodes it, and calls drop when a list holds more than they may.
+// came to.
 type transport struct {
-	next     http.RoundTripper
-	label    string
-	health   *health
-	accounts *accounts
-	drop     func(error)
-	// bound, when set, refuses an answer (not a watch) that would decode to more: what a
-	// namespaced ProviderConfig's client reads directly, which no watch holds.
-	bound int64
+	next   http.RoundTripper
+	label  string
+	health *health
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rsp, err := t.next.RoundTrip(req)
 	resource, verb := describe(req)
-	// client-go decodes any 2xx answer to a list: each is charged.
-	if t.accounts != nil && err == nil && rsp != nil && rsp.StatusCode >= http.StatusOK && rsp.StatusCode < http.StatusMultipleChoices && resource != "" {
+	Requests.WithLabelValues(t.label, verb, codeOf(rsp)).Inc()
+	if t.health != nil && resource != "" {
+		t.health.record(req, resource, rsp, err)
+	}
+	return rsp, err
+}
+
+// bounding reads a target cluster's successful answers before client-go decodes them (and
+// before kubeconfig.Untrusted reads them whole): when accounts is set, it charges what the
+// watches read to them, and calls drop when a list holds more than they may; when bound is
+// set, it refuses an answer (not a watch) that would decode to more, which is what a
+// namespaced ProviderConfig's client reads directly and no watch holds.
+type bounding struct {
+	next     http.RoundTripper
+	accounts *accounts
+	drop     func(error)
+	bound    int64
+}
+
+func (t *bounding) RoundTrip(req *http.Request) (*http.Response, error) {
+	rsp, err := t.next.RoundTrip(req)
+	// client-go decodes any 2xx answer: each is read alike.
+	if err != nil || rsp == nil || rsp.StatusCode < http.StatusOK || rsp.StatusCode >= http.StatusMultipleChoices {
+		return rsp, err
+	}
+	resource, verb := describe(req)
+	switch {
+	case t.accounts != nil && resource != "":
 		if rsp, err = t.charge(req, resource, verb, rsp); err != nil && t.drop != nil && !isRelist(err) {
 			t.drop(err)
 		}
-	}
-	if t.bound > 0 && err == nil && rsp != nil && rsp.StatusCode >= http.StatusOK && rsp.StatusCode < http.StatusMultipleChoices && verb != "WATCH" {
+	case t.bound > 0 && verb != "WATCH":
 		rsp, err = t.bounded(resource, verb, rsp)
 	}
-	Requests.WithLabelValues(t.label, verb, codeOf(rsp)).Inc()
-	if t.health != nil && resource != "" && err == nil {
-		t.health.record(req, resource, rsp, nil)
-	}
-	if t.health != nil && resource != "" && rsp == nil && err != nil {
-		t.health.record(req, resource, nil, err)
-	}
 	return rsp, err
+}
+
+// readBounded reads body, one JSON value, while check accepts the objects at its second level
+// (a list's items) and the estimate of what it decodes to, so far: an answer is refused as
+// soon as what it has sent is too much, holding no more of it than that. It reads at most
+// kubeconfig.MaxAnswer.
+func readBounded(body io.ReadCloser, check func(items int, cost int64) error) ([]byte, error) {
+	defer func() { _ = body.Close() }()
+	var s scanner
+	var b bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(chunk)
+		if n > 0 {
+			b.Write(chunk[:n])
+			s.scan(chunk[:n], nil)
+			if b.Len() > kubeconfig.MaxAnswer {
+				return nil, errors.Errorf("the server's answer is longer than %d bytes (%d MiB), the most the provider reads of one answer from a target cluster", kubeconfig.MaxAnswer, kubeconfig.MaxAnswer>>20)
+			}
+			if cerr := check(s.items, s.total); cerr != nil {
+				return nil, cerr
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return b.Bytes(), nil
+		case err != nil:
+			return nil, err
+		}
+	}
 }
 
 // codeOf is the code label of an answer: its status code when an API server answers with it,
@@ -96,24 +140,22 @@ var knownCodes = map[int]bool{200: true, 201: true, 202: true, 204: true, 304: t
 
 // bounded refuses an answer that would decode to more than t.bound, or that is not JSON
 // (which the estimate reads), before client-go decodes it.
-func (t *transport) bounded(resource, verb string, rsp *http.Response) (*http.Response, error) {
+func (t *bounding) bounded(resource, verb string, rsp *http.Response) (*http.Response, error) {
 	if rsp.Body == nil || rsp.Body == http.NoBody {
 		return rsp, nil
 	}
-	b, err := io.ReadAll(rsp.Body)
-	_ = rsp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if len(b) == 0 {
-		rsp.Body = http.NoBody
-		return rsp, nil
-	}
-	if mt, _, _ := mime.ParseMediaType(rsp.Header.Get("Content-Type")); mt != runtime.ContentTypeJSON {
+	if mt, _, _ := mime.ParseMediaType(rsp.Header.Get("Content-Type")); mt != runtime.ContentTypeJSON && rsp.ContentLength != 0 {
+		_ = rsp.Body.Close()
 		return nil, errors.Errorf("the target cluster answered a %s of %s as %q, not JSON, which is all the provider asks for", strings.ToLower(verb), resource, mt)
 	}
-	if est := estimateJSON(b); est > t.bound {
-		return nil, errors.Errorf("the target cluster's answer to a %s of %s would decode to some %d MiB, more than the provider reads of one answer for a namespaced ProviderConfig (%d MiB, half of --max-target-memory-mb)", strings.ToLower(verb), resource, est>>20, t.bound>>20)
+	b, err := readBounded(rsp.Body, func(_ int, cost int64) error {
+		if cost > t.bound {
+			return errors.Errorf("the target cluster's answer to a %s of %s would decode to more than the provider reads of one answer for a namespaced ProviderConfig (%d MiB, half of --max-target-memory-mb)", strings.ToLower(verb), resource, t.bound>>20)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	rsp.Body = io.NopCloser(bytes.NewReader(b))
 	return rsp, nil
@@ -123,7 +165,7 @@ func (t *transport) bounded(resource, verb string, rsp *http.Response) (*http.Re
 // any, and makes a watch's body charge what it reads. A list's next page (continue) adds to
 // its first, which client-go holds with it. Only JSON is accepted (the provider asks for
 // nothing else): it is what the objects are counted in.
-func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.Response) (*http.Response, error) {
+func (t *bounding) charge(req *http.Request, resource, verb string, rsp *http.Response) (*http.Response, error) {
 	if verb != "LIST" && verb != "WATCH" {
 		return rsp, nil
 	}
@@ -137,8 +179,8 @@ func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.R
 		rsp.Body = &charging{body: rsp.Body, account: a, drop: t.drop}
 		return rsp, nil
 	}
-	b, err := io.ReadAll(rsp.Body)
-	_ = rsp.Body.Close()
+	next := req.URL.Query().Get("continue") != ""
+	b, err := readBounded(rsp.Body, func(items int, cost int64) error { return a.admits(items, cost, next) })
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +196,7 @@ func (t *transport) charge(req *http.Request, resource, verb string, rsp *http.R
 	if len(l.Items) == 0 && l.Metadata.Continue != "" {
 		return nil, errors.Errorf("the target cluster answered a list of %s with an empty page that says more follow, which an API server never does", resource)
 	}
-	if err := a.listing(len(l.Items), int64(len(b)), estimateJSON(b), req.URL.Query().Get("continue") != ""); err != nil {
+	if err := a.listing(len(l.Items), int64(len(b)), estimateJSON(b), next); err != nil {
 		return nil, err
 	}
 	rsp.Body = io.NopCloser(bytes.NewReader(b))
