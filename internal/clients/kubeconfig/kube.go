@@ -133,14 +133,15 @@ func (c Credentials) Version(ctx context.Context, metadata client.Reader) (strin
 }
 
 // RESTConfig returns the configuration of the cluster cr points at. identity is the
-// provider's own configuration, used for InjectedIdentity.
+// provider's own configuration, used for InjectedIdentity. It is not guarded yet (see
+// FromKubeconfig).
 func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr Credentials) (*rest.Config, error) {
 	switch cr.Source {
 	case xpv2.CredentialsSourceInjectedIdentity:
 		if identity == nil {
 			return nil, errors.New("source InjectedIdentity: the provider has no identity of its own to inject")
 		}
-		rc := Guard(rest.CopyConfig(identity))
+		rc := rest.CopyConfig(identity)
 		rc.UserAgent = UserAgent
 		return rc, nil
 	case xpv2.CredentialsSourceSecret:
@@ -166,8 +167,9 @@ func RESTConfig(ctx context.Context, c client.Client, identity *rest.Config, cr 
 }
 
 // FromKubeconfig parses a kubeconfig into a rest.Config for its current context, refusing
-// credentials that run commands or read files in the provider's pod. Clients of the config
-// follow no redirect and repeat no answer but a Kubernetes Status (see Untrusted). With namespaced (a
+// credentials that run commands or read files in the provider's pod. The config is not
+// guarded yet: clients made with New are, and package cluster puts Untrusted above a bound of
+// its own, which must read a target's answers before Untrusted holds them whole. With namespaced (a
 // namespaced ProviderConfig's kubeconfig) it also refuses anything but https verified with
 // the kubeconfig's own CA data: no plain http, no insecure-skip-tls-verify, no proxy-url.
 func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
@@ -214,7 +216,7 @@ func FromKubeconfig(data []byte, namespaced bool) (*rest.Config, error) {
 		// bounds pass as they are.
 		rc.Wrap(Conceal)
 	}
-	return Guard(rc), nil
+	return rc, nil
 }
 
 // verifiedTLS refuses a namespaced ProviderConfig's cluster entry unless the provider would
