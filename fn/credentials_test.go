@@ -472,15 +472,7 @@ func TestCredentialsWait(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nRunFunction(...): unexpected gRPC error: %v", tc.reason, err)
 			}
-			golden := filepath.Join(dir, "response.yaml")
-			if *update {
-				writeProtoYAML(t, golden, rsp)
-			}
-			want := &fnv1.RunFunctionResponse{}
-			readProtoYAML(t, golden, want)
-			if diff := cmp.Diff(want, rsp, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", tc.reason, golden, diff)
-			}
+			compareGolden(t, tc.reason, filepath.Join(dir, "response.yaml"), rsp)
 			if tc.same == "" {
 				return
 			}

@@ -341,15 +341,7 @@ func TestRunFunction(t *testing.T) {
 			}
 			got := rsp
 
-			golden := filepath.Join("testdata", name, "response.yaml")
-			if *update {
-				writeProtoYAML(t, golden, got)
-			}
-			want := &fnv1.RunFunctionResponse{}
-			readProtoYAML(t, golden, want)
-			if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
-				t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", tc.reason, golden, diff)
-			}
+			compareGolden(t, tc.reason, filepath.Join("testdata", name, "response.yaml"), got)
 		})
 	}
 	for name := range cases {
@@ -386,6 +378,20 @@ func readProtoYAML(t testing.TB, path string, m proto.Message) {
 	}
 	if err := protojson.Unmarshal(j, m); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// compareGolden compares rsp, whole, with the golden response at path, which -update
+// rewrites.
+func compareGolden(t *testing.T, reason, path string, rsp *fnv1.RunFunctionResponse) {
+	t.Helper()
+	if *update {
+		writeProtoYAML(t, path, rsp)
+	}
+	want := &fnv1.RunFunctionResponse{}
+	readProtoYAML(t, path, want)
+	if diff := cmp.Diff(want, rsp, protocmp.Transform()); diff != "" {
+		t.Errorf("%s\nRunFunction(...): -want (%s), +got:\n%s", reason, path, diff)
 	}
 }
 
