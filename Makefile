@@ -121,22 +121,24 @@ TEST_SIDE := $(MAKE) --no-print-directory GO='$(GO)' monitoring-test scaleplot-t
 # tests compile their dependencies a second time, with cgo on (what that adds to a cold run:
 # docs/performance.md, building and CI). The end-to-end suites' own packages, the docs and
 # packaging checks and the example run without it.
+# MEMCACHED_BIN is the memcached test/memcached, internal/authproxy and test/monitoring run:
+# bin/memcached, built as the official image is (build/memcached.mk), not Debian's package.
 RACE_PACKAGES := ./fn/... ./input/... ./apis/... ./internal/... ./cmd/...
 PLAIN_PACKAGES := ./test/... ./example/...
 ## test: everything CI runs before the end-to-end suite.
 .PHONY: test
-test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core memcached-package $(BIN)/memcached_exporter
+test: check-generate $(BIN)/crossplane $(BIN)/crossplane-core $(BIN)/memcached $(BIN)/memcached_exporter
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "not gofmt-ed: $$unformatted"; exit 1; fi
 	@MAKEFLAGS= $(TEST_SIDE) >$(BIN)/test-side.out 2>&1 & side=$$!; \
 	rc=0; \
 	echo "$(GO) vet -trimpath ./..."; $(GO) vet -trimpath ./... || rc=1; \
 	if [ $$rc = 0 ]; then \
-		echo "CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES)"; \
-		CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES) | tee $(BIN)/test.out || rc=1; \
+		echo "CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core MEMCACHED_BIN=$(MEMCACHED_BIN) $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES)"; \
+		CGO_ENABLED=1 CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core MEMCACHED_BIN=$(MEMCACHED_BIN) $(GO) test -race -trimpath -count=1 -cover -vet=off $(RACE_PACKAGES) | tee $(BIN)/test.out || rc=1; \
 	fi; \
 	if [ $$rc = 0 ]; then \
-		echo "CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES)"; \
-		CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES) | tee -a $(BIN)/test.out || rc=1; \
+		echo "CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core MEMCACHED_BIN=$(MEMCACHED_BIN) $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES)"; \
+		CROSSPLANE_CLI=$(BIN)/crossplane CROSSPLANE_CORE=$(BIN)/crossplane-core MEMCACHED_BIN=$(MEMCACHED_BIN) $(GO) test -trimpath -count=1 -cover -vet=off $(PLAIN_PACKAGES) | tee -a $(BIN)/test.out || rc=1; \
 	fi; \
 	if [ $$rc = 0 ]; then \
 		awk '$$2 ~ /\/fn$$/ && /coverage:/ { for (i = 1; i <= NF; i++) if ($$i == "coverage:") c = $$(i+1) + 0; \

@@ -7,8 +7,9 @@
 #   make e2e E2E_NODE=off      skips it, saying so: the TestNode… scenarios are skipped and the
 #                              function runs as a host process
 #   make node-packages         install (as root) the pinned Debian packages the lane needs
-#   make node-tools            build the kubelet, the pause binary, the memcached exporter, the
-#                              network policy scenario's client and kube-router
+#   make node-tools            build the kubelet, the pause binary, memcached (build/memcached.mk),
+#                              the memcached exporter, the network policy scenario's client and
+#                              kube-router
 #
 # E2E_NODE is exported to the suite, which fails loudly when the lane is on and the machine
 # cannot run it (not root, no cgroup memory controller, a package missing).
@@ -22,10 +23,9 @@ endif
 
 # Debian bookworm packages, pinned. containerd, runc and the CNI plugins run the pods; iptables
 # is what the kubelet programs its canary chains with; conntrack is what it flushes stale UDP
-# flows with; memcached is the binary the memcached image is built from; iproute2 sets up the
-# node's bridge; ipset (with iptables) is what kube-router's network policy firewall programs;
-# python3-pymemcache (and six, which it imports) is the Python client the pymemcache
-# application image is built with.
+# flows with; iproute2 sets up the node's bridge; ipset (with iptables) is what kube-router's
+# network policy firewall programs; python3-pymemcache (and six, which it imports) is the
+# Python client the pymemcache application image is built with.
 NODE_PACKAGES := \
 	containerd=1.6.20~ds1-1+deb12u3 \
 	runc=1.1.5+ds1-1+deb12u1 \
@@ -33,18 +33,20 @@ NODE_PACKAGES := \
 	iptables=1.8.9-2 \
 	ipset=7.17-1 \
 	conntrack=1:1.4.7-1+b2 \
-	$(MEMCACHED_PACKAGE) \
 	iproute2=6.1.0-3 \
 	python3-pymemcache=3.5.2-1 \
 	python3-six=1.16.0-4
 
 MEMCACHED_EXPORTER_VERSION := 0.14.4
 KUBE_ROUTER_VERSION := v2.1.0
-NODE_TOOLS := $(BIN)/kubelet $(BIN)/pause $(BIN)/memcached_exporter $(BIN)/reach $(BIN)/kube-router
+# The memcached image is built from bin/memcached (with the libraries it links and Cyrus SASL's
+# PLAIN plugin, from memcached-build-deps' libsasl2-modules), as the official image is
+# configured, not from Debian's package, which lacks SASL from a password file.
+NODE_TOOLS := $(BIN)/kubelet $(BIN)/pause $(BIN)/memcached $(BIN)/memcached_exporter $(BIN)/reach $(BIN)/kube-router
 
 ## node-packages: install the node lane's Debian packages at their pinned versions, as root;
 # a no-op when every one is installed at that version. Services are not started: the suite runs
-# containerd itself, and policy-rc.d (when present) keeps memcached's init script quiet.
+# containerd itself.
 .PHONY: node-packages
 node-packages:
 	@missing=; \

@@ -1,7 +1,8 @@
-// Package memcachedtest runs the real memcached — Debian's package, which the project's
-// set-up installs (make memcached-package) — for tests, the way a rendered pod runs it: as
-// UID and GID 11211 when the test runs as root, reading files only that group may read. It
-// also speaks just enough of memcached's text protocol to check what a client would see.
+// Package memcachedtest runs the real memcached — built by `make bin/memcached` from Debian's
+// source package with the official image's configure flags, so that SASL from a password file
+// works as in production — for tests, the way a rendered pod runs it: as UID and GID 11211
+// when the test runs as root, reading files only that group may read. It also speaks just
+// enough of memcached's text protocol to check what a client would see.
 package memcachedtest
 
 import (
@@ -20,22 +21,27 @@ import (
 	"time"
 )
 
-// DefaultBinary is where Debian's memcached package installs memcached.
+// DefaultBinary is where Debian's memcached package installs memcached: the fallback outside
+// make only, as it lacks SASL from a password file (MEMCACHED_SASL_PWDB).
 const DefaultBinary = "/usr/bin/memcached"
 
-// Binary is the memcached to run: $MEMCACHED_BIN, or Debian's. Missing, it skips the test
-// outside CI and fails it under CI (CI=true), where the set-up must have installed it.
+// Binary is the memcached to run: $MEMCACHED_BIN (make test sets it to bin/memcached), or
+// else, outside CI only, Debian's. Missing, it skips the test outside CI and fails it under CI
+// (CI=true), where make must have built it.
 func Binary(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv("MEMCACHED_BIN")
 	if p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("MEMCACHED_BIN is not set: under CI the tests run bin/memcached, which make test builds and passes")
+		}
 		p = DefaultBinary
 	}
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("memcached not found at %s: `make test` installs it (make memcached-package, as root)", p)
+			t.Fatalf("memcached not found at %s: `make test` builds it (make bin/memcached; its Debian build packages need root once)", p)
 		}
-		t.Skipf("memcached not found at %s: run `make memcached-package` as root to install it and run this test", p)
+		t.Skipf("memcached not found at %s: run `make bin/memcached` and set MEMCACHED_BIN to it (make test does both) to run this test", p)
 	}
 	return p
 }

@@ -19,9 +19,10 @@ sleep 0.3
 rmdir "$FAKE_APT/held"
 `
 
-// TestAptGetOneAtATime installs make test's package and the node lane's side by side, as
-// .ci/run does on a new machine (make -j2 test e2e), with an apt-get that fails when another
-// one runs, as the real one does on its lock. Both installs must run, one after the other.
+// TestAptGetOneAtATime installs make test's packages (bin/memcached's build dependencies) and
+// the node lane's side by side, as .ci/run does on a new machine (make -j2 test e2e), with an
+// apt-get that fails when another one runs, as the real one does on its lock. Both installs
+// must run, one after the other.
 func TestAptGetOneAtATime(t *testing.T) {
 	if _, err := exec.LookPath("flock"); err != nil {
 		missing(t, "flock (util-linux) is not installed")
@@ -40,9 +41,9 @@ func TestAptGetOneAtATime(t *testing.T) {
 		}
 	}
 	env := []string{"FAKE_APT=" + dir, "PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH")}
-	out, err := runMakeEnv(t, env, "-j2", "memcached-package", "node-packages", "APT_LOCK="+filepath.Join(dir, "apt.lock"))
+	out, err := runMakeEnv(t, env, "-j2", "memcached-build-deps", "node-packages", "APT_LOCK="+filepath.Join(dir, "apt.lock"))
 	if err != nil {
-		t.Fatalf("make -j2 memcached-package node-packages: %v\n%s", err, out)
+		t.Fatalf("make -j2 memcached-build-deps node-packages: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "calls"))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -174,17 +175,42 @@ func Pause(bin string) (v1.Image, error) {
 // it (render.UID), so that the image's /etc/passwd names the user the pod runs as.
 const MemcachedUID = "11211"
 
-// Memcached is a memcached image from the host's (Debian's) binary at bin: the binary at
-// /usr/bin/memcached, the libraries it links, and /etc/passwd and /etc/group naming the
-// memcache user (11211), whom it runs as.
-func Memcached(bin string) (v1.Image, error) {
+// SASLPluginDir is where Debian's libsasl2-modules installs Cyrus SASL's mechanism plugins,
+// and where Debian's libsasl2, which memcached links, loads them from.
+const SASLPluginDir = "/usr/lib/x86_64-linux-gnu/sasl2"
+
+// saslPlugins are the plugins the memcached image holds: PLAIN, the mechanism memcached's SASL
+// with a password file serves. Cyrus loads them with dlopen at run time, so ldd does not list
+// them; without one, every SASL authentication fails.
+const saslPlugins = "libplain.so*"
+
+// Memcached is a memcached image from the host's binary at bin (bin/memcached, built from
+// Debian's source package as the official image is configured): the binary at
+// /usr/bin/memcached, Cyrus SASL's PLAIN plugin from SASLPluginDir, the libraries both link,
+// and /etc/passwd and /etc/group naming the memcache user (11211), whom it runs as.
+func Memcached(bin string) (v1.Image, error) { return memcachedImage(bin, SASLPluginDir) }
+
+// memcachedImage is Memcached with the plugins read from the host's pluginDir; the image holds
+// them at SASLPluginDir, each symbolic link as a copy of its file.
+func memcachedImage(bin, pluginDir string) (v1.Image, error) {
 	f, err := HostFile(bin, "/usr/bin/memcached")
 	if err != nil {
 		return nil, err
 	}
-	libs, err := Libraries(bin)
+	plugins, err := filepath.Glob(filepath.Join(pluginDir, saslPlugins))
+	if err != nil || len(plugins) == 0 {
+		return nil, errors.Errorf("no SASL PLAIN plugin (%s) in %s: Debian package libsasl2-modules, which `make memcached-build-deps` installs", saslPlugins, pluginDir)
+	}
+	libs, err := librariesOf(append([]string{bin}, plugins...)...)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range plugins {
+		pf, err := HostFile(p, path.Join(SASLPluginDir, filepath.Base(p)))
+		if err != nil {
+			return nil, err
+		}
+		libs = append(libs, pf)
 	}
 	files := append([]File{f,
 		{Path: "/etc/passwd", Mode: 0o644, Content: []byte("root:x:0:0:root:/:/nonexistent\n" +

@@ -323,3 +323,69 @@ func TestPymemcacheAppLayout(t *testing.T) {
 		t.Errorf("user %q entrypoint %q, want %s and /usr/bin/python3 /app/app.py", cf.Config.User, cf.Config.Entrypoint, nonroot)
 	}
 }
+
+// The memcached image holds the binary as /usr/bin/memcached, the libraries ldd lists for it,
+// and Cyrus SASL's PLAIN plugin at Debian's plugin directory, which libsasl2 loads at run time
+// (ldd does not list it): each of libplain.so* as a file, no other mechanism's plugin. Without
+// the plugin the image cannot be built.
+func TestMemcachedLayout(t *testing.T) {
+	const bin = "/bin/sh" // dynamic on every Debian: stands in for memcached and the plugin
+	elf, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins := t.TempDir()
+	for name, content := range map[string][]byte{"libplain.so.2.0.25": elf, "libscram.so.2.0.25": elf} {
+		if err := os.WriteFile(filepath.Join(plugins, name), content, 0o644); err != nil { //nolint:gosec // A library, as Debian installs it.
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"libplain.so": "libplain.so.2.0.25", "libplain.so.2": "libplain.so.2.0.25", "libscram.so": "libscram.so.2.0.25"} {
+		if err := os.Symlink(target, filepath.Join(plugins, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, err := memcachedImage(bin, plugins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]entry{}
+	for _, e := range entries(t, img) {
+		if e.Type == tar.TypeReg {
+			files[e.Name] = e
+		}
+	}
+	dir := strings.TrimPrefix(SASLPluginDir, "/") + "/"
+	for _, name := range []string{"usr/bin/memcached", dir + "libplain.so", dir + "libplain.so.2", dir + "libplain.so.2.0.25"} {
+		if e, ok := files[name]; !ok || e.Content != string(elf) {
+			t.Errorf("%s: in the image %t, content the host file's %t", name, ok, e.Content == string(elf))
+		}
+	}
+	if files["usr/bin/memcached"].Mode != 0o755 {
+		t.Errorf("usr/bin/memcached has mode %o, want 755", files["usr/bin/memcached"].Mode)
+	}
+	var libc bool
+	for name := range files {
+		if strings.Contains(name, "scram") {
+			t.Errorf("%s is in the image: only PLAIN's plugin belongs there", name)
+		}
+		libc = libc || strings.HasPrefix(path.Base(name), "libc.so")
+	}
+	if !libc {
+		t.Error("no libc in the image: the binary cannot start")
+	}
+	if !strings.Contains(files["etc/passwd"].Content, "memcache:x:11211:11211:") {
+		t.Errorf("etc/passwd does not name memcache as 11211: %q", files["etc/passwd"].Content)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "11211:11211" || !cmp.Equal(cf.Config.Entrypoint, []string{"/usr/bin/memcached"}) {
+		t.Errorf("user %q entrypoint %q, want 11211:11211 and /usr/bin/memcached", cf.Config.User, cf.Config.Entrypoint)
+	}
+
+	if _, err := memcachedImage(bin, t.TempDir()); err == nil || !strings.Contains(err.Error(), "libsasl2-modules") {
+		t.Errorf("memcachedImage without the plugin: got error %v, want one naming libsasl2-modules", err)
+	}
+}

@@ -31,7 +31,6 @@ var hostRequirements = []struct{ path, from string }{
 	{"/usr/sbin/ip6tables", "iptables"},
 	{"/usr/sbin/ipset", "ipset"},
 	{"/usr/sbin/conntrack", "conntrack"},
-	{"/usr/bin/memcached", "memcached"},
 	{"/usr/sbin/ip", "iproute2"},
 }
 

@@ -141,7 +141,7 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 		{&e.ClusterImages.App, "e2e/memcached-app:1", func() (v1.Image, error) {
 			return images.Program(filepath.Join(e.BinDir, "memcached-app"), "/memcached-app")
 		}},
-		{&e.ClusterImages.MemcachedNext, "e2e/memcached:next", func() (v1.Image, error) { return images.Memcached(images.HostMemcached) }},
+		{&e.ClusterImages.MemcachedNext, "e2e/memcached:next", func() (v1.Image, error) { return images.Memcached(images.MemcachedBinary(e.BinDir)) }},
 		{&e.ClusterImages.Pymemcache, "e2e/pymemcache-app:1", func() (v1.Image, error) {
 			return images.PymemcacheApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "pymemcache", "app.py"))
 		}},
