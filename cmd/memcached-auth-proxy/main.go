@@ -1,7 +1,8 @@
 // Command memcached-auth-proxy runs beside memcached and the Prometheus exporter in a
 // Memcached's pod when authentication is on: it authenticates each of the exporter's
-// connections to memcached with the mounted credentials and relays it (package authproxy).
-// It only wires flags and signals.
+// connections to memcached with the mounted credentials and relays it or, with SASL,
+// translates the exporter's stats commands (package authproxy). It only wires flags and
+// signals.
 package main
 
 import (
@@ -18,10 +19,12 @@ import (
 )
 
 type cli struct {
-	Listen      string        `help:"Loopback address to accept connections on." default:"127.0.0.1:11213"`
-	Upstream    string        `help:"memcached's plaintext address." default:"127.0.0.1:11211"`
-	Credentials string        `help:"Directory holding the files username and password (the mounted auth Secret)." default:"/etc/memcached/auth"`
-	Timeout     time.Duration `help:"How long dialing and authenticating one connection may take." default:"5s"`
+	Listen           string        `help:"Loopback address to accept connections on." default:"127.0.0.1:11213"`
+	Upstream         string        `help:"memcached's plaintext address." default:"127.0.0.1:11211"`
+	UpstreamProtocol string        `help:"How memcached authenticates: text (--auth-file; relay bytes unchanged) or sasl (-S, binary protocol only; answer only the exporter's stats and version commands)." enum:"text,sasl" default:"text"`
+	Credentials      string        `help:"Directory holding the files username and password (the mounted auth Secret)." default:"/etc/memcached/auth"`
+	Timeout          time.Duration `help:"How long dialing and authenticating one connection, and with sasl answering one command, may take." default:"5s"`
+	IdleTimeout      time.Duration `help:"With sasl, how long a connection may wait between commands before it is closed." default:"1m"`
 }
 
 // Run serves until SIGTERM or SIGINT.
@@ -36,8 +39,9 @@ func (c *cli) Run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "memcached-auth-proxy: relaying %s to %s\n", l.Addr(), c.Upstream)
-	p := &authproxy.Proxy{Upstream: c.Upstream, Credentials: creds, Timeout: c.Timeout,
+	fmt.Fprintf(os.Stderr, "memcached-auth-proxy: relaying %s to %s (%s)\n", l.Addr(), c.Upstream, c.UpstreamProtocol)
+	p := &authproxy.Proxy{Upstream: c.Upstream, Protocol: authproxy.Protocol(c.UpstreamProtocol), Credentials: creds,
+		Timeout: c.Timeout, IdleTimeout: c.IdleTimeout,
 		Log: func(msg string, kv ...any) {
 			fmt.Fprintln(os.Stderr, append([]any{"memcached-auth-proxy:", msg}, kv...)...)
 		}}

@@ -1,9 +1,15 @@
 // Package authproxy lets a client that cannot authenticate — the Prometheus memcached
-// exporter — talk to a memcached that requires authentication. memcached's text-protocol
-// authentication (--auth-file) wants every connection to start with a "set" whose data is
-// "<username> <password>"; the exporter has no option for that. The proxy listens on the
-// pod's loopback only, and for each connection it accepts it dials memcached, authenticates
-// with the credentials the pod mounts, and then relays bytes both ways, unchanged.
+// exporter — talk to a memcached that requires authentication. The proxy listens on the pod's
+// loopback only, and for each connection it accepts it dials memcached and authenticates with
+// the credentials the pod mounts, the way memcached asks (Protocol):
+//
+//   - text: memcached's text-protocol authentication (--auth-file) wants every connection to
+//     start with a "set" whose data is "<username> <password>"; the exporter has no option for
+//     that. The proxy sends it, then relays bytes both ways, unchanged.
+//   - sasl: memcached with SASL (-S) speaks only the binary protocol, and the exporter speaks
+//     only text. The proxy authenticates with SASL PLAIN, then answers the few text commands
+//     the exporter sends (stats and its groups, version) by translating them into binary
+//     requests, and refuses everything else: it reads statistics, never cache data.
 //
 // Anyone who can connect to the proxy is authenticated, so it must never listen beyond the
 // pod: the renderer runs it on 127.0.0.1, where only the pod's own containers reach it.
@@ -98,17 +104,32 @@ func readLine(conn net.Conn) (string, error) {
 type Proxy struct {
 	// Upstream is memcached's plaintext address, host:port.
 	Upstream string
+	// Protocol is how Upstream authenticates clients; empty is ProtocolText.
+	Protocol Protocol
 	// Credentials authenticate every connection to Upstream.
 	Credentials Credentials
-	// Timeout bounds dialing and authenticating one connection.
+	// Timeout bounds dialing and authenticating one connection and, with ProtocolSASL,
+	// answering one command.
 	Timeout time.Duration
-	// Log reports a connection that could not be relayed; nil logs nothing.
+	// IdleTimeout is how long, with ProtocolSASL, a client's connection may wait between
+	// commands before the proxy closes it and its connection to memcached: the exporter
+	// opens a connection every scrape and leaves it open. Zero is one minute.
+	IdleTimeout time.Duration
+	// Log reports a connection that could not be relayed, or a command refused; nil logs
+	// nothing.
 	Log func(msg string, keysAndValues ...any)
 }
 
 // Serve accepts connections on l until ctx is done, then closes l and every connection it
-// relays, and returns once they are all closed.
+// relays, and returns once they are all closed. A Protocol it does not know closes l and is
+// an error at once.
 func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
+	switch p.Protocol {
+	case "", ProtocolText, ProtocolSASL:
+	default:
+		_ = l.Close()
+		return fmt.Errorf("unknown upstream protocol %q: want %q or %q", p.Protocol, ProtocolText, ProtocolSASL)
+	}
 	var wg sync.WaitGroup
 	conns := &connSet{m: map[net.Conn]struct{}{}}
 	stop := context.AfterFunc(ctx, func() {
@@ -134,8 +155,9 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 }
 
 // relay authenticates a connection to Upstream for client, then copies bytes both ways until
-// either side is done. A client whose upstream connection cannot be authenticated is closed
-// before it reads anything, so it sees memcached as unreachable, which is what it is to it.
+// either side is done or, with ProtocolSASL, translates the client's commands. A client whose
+// upstream connection cannot be authenticated is closed before it reads anything, so it sees
+// memcached as unreachable, which is what it is to it.
 func (p *Proxy) relay(client net.Conn, conns *connSet) {
 	defer client.Close() //nolint:errcheck // Nothing to do about it.
 	if !conns.add(client) {
@@ -157,6 +179,18 @@ func (p *Proxy) relay(client net.Conn, conns *connSet) {
 	}
 	defer conns.remove(up)
 	_ = up.SetDeadline(time.Now().Add(timeout))
+	if p.Protocol == ProtocolSASL {
+		if err := AuthenticateSASL(up, p.Credentials); err != nil {
+			p.log("Cannot authenticate to memcached", "upstream", p.Upstream, "protocol", "sasl", "error", err.Error())
+			return
+		}
+		idle := p.IdleTimeout
+		if idle <= 0 {
+			idle = time.Minute
+		}
+		p.translate(client, up, timeout, idle)
+		return
+	}
 	if err := Authenticate(up, p.Credentials); err != nil {
 		p.log("Cannot authenticate to memcached", "upstream", p.Upstream, "error", err.Error())
 		return
