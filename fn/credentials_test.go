@@ -417,7 +417,7 @@ func crowd(t testing.TB, f *Function, namespace string) []credentials.Owner {
 	var owners []credentials.Owner
 	for i := range credentials.MaxPendingPerNamespace {
 		o := credentials.Owner{Namespace: namespace, UID: "crowd-" + strconv.Itoa(i)}
-		_, err := f.credentials.Get(o, "r1", nil, nil)
+		_, err := f.credentials.Get(o, credentials.Want{Rotation: "r1"}, nil, nil)
 		switch {
 		case errors.Is(err, credentials.ErrWaiting):
 			return owners

@@ -33,6 +33,7 @@ import (
 	memcachedv1alpha1 "github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/lru"
+	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/remote"
 	"github.com/example/function-memcached/internal/render"
@@ -233,7 +234,10 @@ type decision struct {
 	// tlsExpiry is when the first certificate of the TLS pair served expires (zero without
 	// TLS): the verdict on it changes then, watched or not.
 	tlsExpiry time.Time
-	errs      field.ErrorList
+	// renewAt is when the first of the certificates the function issued is due for renewal
+	// (zero without any): the function renews it on a call after then.
+	renewAt time.Time
+	errs    field.ErrorList
 	// waiting is true while the TLS Secret the spec names has not been fetched: until
 	// Crossplane sends it, nothing can be decided.
 	waiting bool
@@ -265,17 +269,31 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 	// creates the XR sets), or its claim's.
 	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
 		owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
-		rotation := d.m.Auth.Rotation
-		a, w, err := credentialsOf(f.credentials, owner, rotation, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
+		want := credentialsWant(d.m, f.now())
+		a, w, err := credentialsOf(f.credentials, owner, want, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
 		}
 		d.m.Auth = a
 		if w != nil {
-			d.credentialsWait = credentials.Message(rotation, a, w)
+			d.credentialsWait = credentials.Message(want.Rotation, a, w)
+		}
+		if a != nil && render.ClientCertificates(d.m) {
+			d.renewAt = pki.RenewAt(a.Certificates)
+			if d.m.TLS == nil && tlsSecretName(spec) == "" {
+				// No TLS Secret named: memcached serves the certificate the function issued.
+				d.m.TLS = render.IssuedTLS(a.Certificates)
+				d.m.TLS.Digest = loadedDigest(o, d.m.TLS.Digest)
+			}
 		}
 	}
 	return nil
+}
+
+// credentialsWant is what the credentials of m, resolved with auth on, are asked for at now.
+func credentialsWant(m render.Memcached, now time.Time) credentials.Want {
+	return credentials.Want{Mode: m.Auth.Mode, Rotation: m.Auth.Rotation, Now: now,
+		Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
 }
 
 // decideSpec derives where the XR's objects live and resolves its spec into d. It returns
@@ -334,9 +352,16 @@ func holdAs(rsp *fnv1.RunFunctionResponse, o *observation, m render.Memcached, c
 	// is, and the credentials of what runs stay in the connection details.
 	r := rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
 	if s := o.resources[KeyAuthSecret].GetResource(); s != nil {
-		if a, ok := resolve.Credentials(secretData(s, render.ConnectionUsername, render.ConnectionPassword)); ok {
-			r.connection[render.ConnectionUsername] = []byte(a.Username)
-			r.connection[render.ConnectionPassword] = []byte(a.Password)
+		secret := credentials.ObservedSecret(secretData(s, authSecretKeys...), map[string]string{
+			render.AnnotationAuthMode: str(s, "metadata", "annotations", render.AnnotationAuthMode)})
+		if a, ok := credentials.Held(secret, func(render.Auth) bool { return true }); ok {
+			held := m
+			held.Auth = &a
+			for k, v := range render.ConnectionDetails(held) {
+				if !slices.Contains(addressKeys, k) && k != render.ConnectionTLS && k != render.ConnectionCA {
+					r.connection[k] = v
+				}
+			}
 		}
 	}
 	heldTLS(o, r.connection)
@@ -384,6 +409,15 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 	}
 	*v = verdict{cond: cond, r: *r, elsewhere: d.placement != nil, instance: oi}
 	v.r.connection = maps.Clone(r.connection) // This call's: the rendering's is shared.
+	if d.placement == nil && !d.t.namespaced {
+		// A legacy claim's connection Secret only ever gains keys: one this Memcached no
+		// longer has (a password after a change to client certificates) is given empty.
+		for _, k := range connectionKeys {
+			if _, ok := v.r.connection[k]; !ok && len(o.xrConnection[k]) > 0 {
+				v.r.connection[k] = []byte{}
+			}
+		}
+	}
 	if d.placement != nil {
 		// The connection details are the Instance's, not the rendering's: this call's alone.
 		v.r.connection = remoteConnection(o, r, ik, d.t.namespaced)
@@ -426,7 +460,7 @@ func desire(desired map[string]*fnv1.Resource, o *observation, r *rendered, oi *
 // Available condition and its event, and how soon Crossplane should call again (see
 // SettledTTL): soon while the Memcached changes or Crossplane drops its XR's watch events,
 // later once settled or while its spec is invalid (only the owner's fix, a watched change,
-// helps then), and no later than its certificate's expiry.
+// helps then), and no later than its certificate's expiry or the renewal of one it issued.
 func report(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict, now time.Time) {
 	replicas, available := observedReplicas(v.elsewhere, o.deployment, v.instance)
 	reportStatus(rsp, replicas, available, v.cond.Reason, &v.r, d.t)
@@ -442,10 +476,14 @@ func responseTTL(o *observation, d *decision, v *verdict, now time.Time) time.Du
 		return ChangingTTL
 	case v.elsewhere:
 		return ResponseTTL
-	case !d.tlsExpiry.IsZero():
-		return min(SettledTTL, max(d.tlsExpiry.Sub(now)+time.Second, ChangingTTL))
 	}
-	return SettledTTL
+	ttl := SettledTTL
+	for _, at := range []time.Time{d.tlsExpiry, d.renewAt} {
+		if !at.IsZero() {
+			ttl = min(ttl, max(at.Sub(now)+time.Second, ChangingTTL))
+		}
+	}
+	return ttl
 }
 
 // desiredResources returns the response's desired composed resources, creating the map

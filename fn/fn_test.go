@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/cryptotest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -298,13 +299,23 @@ func TestRunFunction(t *testing.T) {
 		"remote-credentials-wait": {
 			reason: "A remote Memcached whose Instance says its new credentials wait (CredentialsRotated False/Waiting) tells the claim the same, announced once by a Warning.",
 		},
+		"auth-client-certificate-create": {
+			reason: "A claim under a platform whose default mode is ClientCertificate gets a CA, a client certificate and a server certificate the function issues (no TLS Secret named): memcached requires client certificates on every connection, the exporter presents one, no auth proxy runs, and the connection details carry tls.crt, tls.key and ca.crt.",
+		},
+		"auth-sasl-create": {
+			reason: "A claim choosing SASL over the platform's default mode runs memcached with SASL and its password file, the username with its realm, and the exporter through the auth proxy speaking SASL; the connection details carry the username and password.",
+		},
+		"auth-mode-change": {
+			reason: "A running claim changing from the password to client certificates gets new credentials once (certificates instead of the password) and its pods roll once for them; its connection Secret gains tls.crt, tls.key and ca.crt and gives the username and password it no longer has empty, since a claim's Secret only ever gains keys.",
+		},
 		"invalid-keeps-credentials": {
 			reason: "An invalid resize of a Memcached with auth holds the auth Secret as it runs and keeps the credentials in the connection details.",
 		},
 	}
 	f := New(logging.NewNopLogger())
-	// Tests generate the same credentials every time.
+	// Tests generate the same credentials every time, certificates and their keys too,
 	f.credentials.Random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
+	cryptotest.SetGlobalRandom(t, 1)
 	// and judge TLS certificates at one time, which the fixtures' certificates are made for.
 	f.now = func() time.Time { return fixtureTime }
 	dirs, err := os.ReadDir("testdata")

@@ -192,10 +192,13 @@ func credentialsKept(orig *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespons
 	}
 
 	if d, ok := rsp.GetDesired().GetResources()[KeyAuthSecret]; ok {
-		// Only a new spec.auth.rotation replaces them: the Secret records the one it holds.
+		// Only a new spec.auth.rotation or mode replaces them: the Secret records those it
+		// holds.
 		rotation := str(orig.GetObserved().GetComposite().GetResource(), "spec", "auth", "rotation")
 		recorded := str(o.GetResource(), "metadata", "annotations", render.AnnotationRotation)
-		if _, usable := resolve.Credentials(observed); usable && rotation == recorded && !cmp.Equal(observed, data(d.GetResource())) {
+		sameMode := str(o.GetResource(), "metadata", "annotations", render.AnnotationAuthMode) ==
+			str(d.GetResource(), "metadata", "annotations", render.AnnotationAuthMode)
+		if _, usable := resolve.Credentials(observed); usable && rotation == recorded && sameMode && !cmp.Equal(observed, data(d.GetResource())) {
 			return errors.Errorf("the observed credentials would be replaced: %v, want %v", data(d.GetResource()), observed)
 		}
 		return nil

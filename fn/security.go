@@ -35,17 +35,17 @@ const RequirementTLSSecret = "memcached-tls-secret"
 // While new credentials wait (the namespace has too many pending, credentials.Waiting), it
 // returns the wait and the credentials of the observed auth Secret, which keep serving, or
 // none (nil) when none may: then nothing new may run.
-func credentialsOf(store *credentials.Store, owner credentials.Owner, rotation string, observed, deployment *structpb.Struct) (*render.Auth, *credentials.Waiting, error) {
+func credentialsOf(store *credentials.Store, owner credentials.Owner, want credentials.Want, observed, deployment *structpb.Struct) (*render.Auth, *credentials.Waiting, error) {
 	var secret *credentials.Secret
 	if observed != nil {
-		secret = &credentials.Secret{
-			Data:     secretData(observed, render.ConnectionUsername, render.ConnectionPassword, render.AuthSaltKey),
-			Rotation: str(observed, "metadata", "annotations", render.AnnotationRotation),
-		}
+		secret = credentials.ObservedSecret(secretData(observed, authSecretKeys...), map[string]string{
+			render.AnnotationRotation: str(observed, "metadata", "annotations", render.AnnotationRotation),
+			render.AnnotationAuthMode: str(observed, "metadata", "annotations", render.AnnotationAuthMode),
+		})
 	}
 	running := str(deployment, "spec", "template", "metadata", "annotations", render.AnnotationCredentials)
 	unsalted := func(a render.Auth) bool { return running == render.CredentialsDigest(a) }
-	a, err := store.Get(owner, rotation, secret, unsalted)
+	a, err := store.Get(owner, want, secret, unsalted)
 	var w *credentials.Waiting
 	switch {
 	case errors.As(err, &w):
@@ -58,6 +58,11 @@ func credentialsOf(store *credentials.Store, owner credentials.Owner, rotation s
 	}
 	return &a, nil, nil
 }
+
+// authSecretKeys are the keys of an auth Secret the credentials are read back from, in every
+// mode: those render.AuthSecret writes but the files derived from the credentials.
+var authSecretKeys = []string{render.ConnectionUsername, render.ConnectionPassword, render.AuthSaltKey,
+	render.ConnectionCA, render.CAKey, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, render.ServerCertKey, render.ServerKeyKey}
 
 // holdForCredentials answers a Memcached whose credentials wait with none that may serve
 // meanwhile (a new one in a crowded namespace, an auth Secret deleted): like an invalid

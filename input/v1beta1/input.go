@@ -114,6 +114,14 @@ type AuthDefaults struct {
 	// credentials, so it is the platform team's explicit choice.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+
+	// Mode is spec.auth.mode for claims that do not set it: Password unless set, so that
+	// upgrading the function changes no running claim's mode. ClientCertificate is the mode
+	// most client libraries can use (docs/clients.md); changing this default changes the
+	// mode, and so the credentials, of every claim that sets none.
+	// +kubebuilder:validation:Enum=Password;ClientCertificate;SASL
+	// +optional
+	Mode string `json:"mode,omitempty"`
 }
 
 // NetworkPolicyDefaults are the defaults of a claim's NetworkPolicy.
@@ -143,6 +151,11 @@ type Policy struct {
 	// RequireAuth refuses claims that turn authentication off (spec.auth.enabled: false).
 	// +optional
 	RequireAuth bool `json:"requireAuth,omitempty"`
+
+	// AllowedAuthModes, when set, are the only spec.auth.mode values a claim may choose (and
+	// must include defaults.auth.mode). Empty allows every mode.
+	// +optional
+	AllowedAuthModes []string `json:"allowedAuthModes,omitempty"`
 
 	// RequireNetworkPolicy refuses claims that turn the NetworkPolicy off
 	// (spec.networkPolicy.enabled: false).

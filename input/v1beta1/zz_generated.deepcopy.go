@@ -178,6 +178,11 @@ func (in *Policy) DeepCopyInto(out *Policy) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AllowedAuthModes != nil {
+		in, out := &in.AllowedAuthModes, &out.AllowedAuthModes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.NetworkPolicy.DeepCopyInto(&out.NetworkPolicy)
 	if in.AllowedPriorityClasses != nil {
 		in, out := &in.AllowedPriorityClasses, &out.AllowedPriorityClasses

@@ -1,8 +1,11 @@
 // Package credentials keeps a Memcached's generated credentials stable, for the composition
-// function and the provider alike: generated once per value of spec.auth.rotation and, from
-// then on, read back from the auth Secret that holds them, so that no reconcile changes the
-// password under a running application. Between generating them and seeing them stored (the
-// apply and the next observation race), they wait in a Store.
+// function and the provider alike: generated once per value of spec.auth.rotation and mode
+// and, from then on, read back from the auth Secret that holds them, so that no reconcile
+// changes the password or the client certificate's key under a running application. Between
+// generating them and seeing them stored (the apply and the next observation race), they wait
+// in a Store. Certificates (the ClientCertificate mode) are renewed before they expire, keeping
+// their keys (package pki): a renewal waits in the Store the same way, so that it too happens
+// once.
 //
 // One Store serves every tenant, so no tenant may make it drop another's pending credentials:
 // their owner would generate a second set, locking out the clients that took the first. Each
@@ -11,14 +14,20 @@
 package credentials
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+
+	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
@@ -76,12 +85,12 @@ type Owner struct {
 	Namespace, UID string
 }
 
-// entry is an owner's pending credentials: those generated for rotation, and when the owner
-// last asked for them.
+// entry is an owner's pending credentials: those generated (or renewed) for rotation and
+// mode, and when the owner last asked for them.
 type entry struct {
-	namespace, rotation string
-	auth                render.Auth
-	used                time.Time
+	namespace, rotation, mode string
+	auth                      render.Auth
+	used                      time.Time
 }
 
 // A Store holds generated credentials until their auth Secret is observed. A nil *Store
@@ -107,17 +116,88 @@ func NewStore() *Store {
 	}
 }
 
-// A Secret is what an observed auth Secret holds: its data and the rotation it was generated
-// for (its render.AnnotationRotation annotation).
+// A Secret is what an observed auth Secret holds: its data, and the rotation and mode it was
+// generated for (its render.AnnotationRotation and render.AnnotationAuthMode annotations;
+// an empty Mode is Password's).
 type Secret struct {
-	Data     map[string][]byte
-	Rotation string
+	Data           map[string][]byte
+	Rotation, Mode string
 }
 
-// Get returns the credentials of owner for rotation: those of observed (nil when no auth
-// Secret is observed) when they are usable and were generated for rotation, else those
-// generated for it earlier, else new ones. A new rotation therefore replaces the credentials
-// exactly once, even while the observed Secret is stale.
+// ObservedSecret is the Secret of an auth Secret's data and annotations.
+func ObservedSecret(data map[string][]byte, annotations map[string]string) *Secret {
+	return &Secret{Data: data, Rotation: annotations[render.AnnotationRotation], Mode: annotations[render.AnnotationAuthMode]}
+}
+
+// A Want is what an owner asks a Store for: credentials of Mode (empty: Password) generated
+// for Rotation, judged at Now (certificates due then are renewed). Subject and Hosts name the
+// Memcached in the certificates the ClientCertificate mode issues (pki.New).
+type Want struct {
+	Mode, Rotation string
+	Now            time.Time
+	Subject        string
+	Hosts          []string
+}
+
+// mode is w's mode, Password when empty.
+func (w Want) mode() string {
+	return cmp.Or(w.Mode, cachev1alpha1.AuthModePassword)
+}
+
+// read returns the credentials data holds for mode, if usable: a username and password, or
+// valid certificates (pki.Valid); and their salt.
+func read(mode string, data map[string][]byte) (render.Auth, bool) {
+	var a render.Auth
+	if mode == cachev1alpha1.AuthModeClientCertificate {
+		a.Certificates = pki.Certificates{
+			CA: string(data[render.ConnectionCA]), CAKey: string(data[render.CAKey]),
+			Client: string(data[corev1.TLSCertKey]), ClientKey: string(data[corev1.TLSPrivateKeyKey]),
+			Server: string(data[render.ServerCertKey]), ServerKey: string(data[render.ServerKeyKey]),
+		}
+		if !pki.Valid(a.Certificates) {
+			return render.Auth{}, false
+		}
+		a.Salt = resolve.Salt(data)
+	} else {
+		var ok bool
+		if a, ok = resolve.Credentials(data); !ok {
+			return render.Auth{}, false
+		}
+	}
+	if mode != cachev1alpha1.AuthModePassword {
+		a.Mode = mode
+	}
+	return a, true
+}
+
+// generate returns new credentials for w from random: a password (with the SASL realm in the
+// username, for SASL) or new certificates.
+func generate(w Want, random io.Reader) (render.Auth, error) {
+	a, err := resolve.NewCredentials(random)
+	if err != nil {
+		return render.Auth{}, err
+	}
+	switch w.mode() {
+	case cachev1alpha1.AuthModeSASL:
+		a.Username += "@" + render.SASLRealm
+	case cachev1alpha1.AuthModeClientCertificate:
+		a.Username, a.Password = "", ""
+		if a.Certificates, err = pki.New(w.Subject, w.Hosts, w.Now); err != nil {
+			return render.Auth{}, err
+		}
+	}
+	if w.mode() != cachev1alpha1.AuthModePassword {
+		a.Mode = w.mode()
+	}
+	a.Rotation = w.Rotation
+	return a, nil
+}
+
+// Get returns the credentials of owner for w: those of observed (nil when no auth Secret is
+// observed) when they are usable and were generated for w's rotation and mode, else those
+// generated for them earlier, else new ones. A new rotation or mode therefore replaces the
+// credentials exactly once, even while the observed Secret is stale. Certificates due for
+// renewal at w.Now are renewed, once too: until observed holds the renewal, the Store keeps it.
 //
 // Credentials without a salt (from before salts, or set by hand) keep their password and get
 // a salt, unless unsalted says their unsalted digest is what the pods run with: then they are
@@ -126,7 +206,7 @@ type Secret struct {
 // New credentials replace the owner's own entry, if any; an owner without one needs a new
 // entry, which waits while its namespace or the Store is full: the error is then a *Waiting
 // (ErrWaiting), and the owner keeps what it runs (Held) until a later call gets them.
-func (s *Store) Get(owner Owner, rotation string, observed *Secret, unsalted func(render.Auth) bool) (render.Auth, error) {
+func (s *Store) Get(owner Owner, w Want, observed *Secret, unsalted func(render.Auth) bool) (render.Auth, error) {
 	var e *entry
 	if s != nil {
 		s.mu.Lock()
@@ -139,37 +219,55 @@ func (s *Store) Get(owner Owner, rotation string, observed *Secret, unsalted fun
 			e.used = s.Now()
 		}
 	}
-	if observed != nil && observed.Rotation == rotation {
-		if a, ok := resolve.Credentials(observed.Data); ok {
+	mode, rotation := w.mode(), w.Rotation
+	pending := e != nil && e.rotation == rotation && e.mode == mode
+	if observed != nil && observed.Rotation == rotation && cmp.Or(observed.Mode, cachev1alpha1.AuthModePassword) == mode {
+		if a, ok := read(mode, observed.Data); ok {
 			a.Rotation = rotation
-			if a.Salt != "" || (unsalted != nil && unsalted(a)) {
+			renewed, changed, err := pki.Certificates{}, false, error(nil)
+			if mode == cachev1alpha1.AuthModeClientCertificate {
+				if renewed, changed, err = pki.Renew(a.Certificates, w.Subject, w.Hosts, w.Now); err != nil {
+					return render.Auth{}, err
+				}
+			}
+			switch {
+			case !changed && (a.Salt != "" || (unsalted != nil && unsalted(a))):
 				s.forget(owner.UID)
 				return a, nil
+			case pending && e.auth.Salt != "" && sameKeys(e.auth, a) && (!changed || pki.RenewAt(e.auth.Certificates).After(w.Now)):
+				return e.auth, nil // The salt, or the renewal, generated earlier.
 			}
-			if e != nil && e.rotation == rotation && e.auth.Username == a.Username && e.auth.Password == a.Password && e.auth.Salt != "" {
-				return e.auth, nil
-			}
-			return s.remember(owner, rotation, func(random io.Reader) (render.Auth, error) {
+			return s.remember(owner, rotation, mode, func(random io.Reader) (render.Auth, error) {
+				if changed {
+					a.Certificates = renewed
+				}
+				if a.Salt != "" {
+					return a, nil
+				}
 				salt, err := resolve.NewSalt(random)
 				a.Salt = salt
 				return a, err
 			})
 		}
 	}
-	if e != nil && e.rotation == rotation {
+	if pending {
 		return e.auth, nil
 	}
-	return s.remember(owner, rotation, func(random io.Reader) (render.Auth, error) {
-		a, err := resolve.NewCredentials(random)
-		a.Rotation = rotation
-		return a, err
-	})
+	return s.remember(owner, rotation, mode, func(random io.Reader) (render.Auth, error) { return generate(w, random) })
+}
+
+// sameKeys reports whether pending and observed are the same credentials but for their salt
+// and the certificates' renewal: the same password, or the same keys.
+func sameKeys(pending, observed render.Auth) bool {
+	p, o := pending.Certificates, observed.Certificates
+	return pending.Username == observed.Username && pending.Password == observed.Password &&
+		p.ClientKey == o.ClientKey && p.ServerKey == o.ServerKey
 }
 
 // remember keeps the credentials generate makes from the Store's randomness as owner's entry
 // for rotation, once admit lets it: a nil Store generates them from crypto/rand and keeps
 // nothing. s.mu is held.
-func (s *Store) remember(owner Owner, rotation string, generate func(io.Reader) (render.Auth, error)) (render.Auth, error) {
+func (s *Store) remember(owner Owner, rotation, mode string, generate func(io.Reader) (render.Auth, error)) (render.Auth, error) {
 	if s == nil {
 		return generate(rand.Reader)
 	}
@@ -181,7 +279,7 @@ func (s *Store) remember(owner Owner, rotation string, generate func(io.Reader) 
 	if err != nil {
 		return render.Auth{}, err
 	}
-	s.put(owner, rotation, a, now)
+	s.put(owner, rotation, mode, a, now)
 	return a, nil
 }
 
@@ -192,7 +290,7 @@ func Held(observed *Secret, unsalted func(render.Auth) bool) (render.Auth, bool)
 	if observed == nil {
 		return render.Auth{}, false
 	}
-	a, ok := resolve.Credentials(observed.Data)
+	a, ok := read(cmp.Or(observed.Mode, cachev1alpha1.AuthModePassword), observed.Data)
 	if !ok || (a.Salt == "" && (unsalted == nil || !unsalted(a))) {
 		return render.Auth{}, false
 	}
@@ -250,10 +348,10 @@ func (s *Store) reclaim(entries map[string]*entry, now time.Time) bool {
 	return true
 }
 
-// put makes a owner's entry for rotation, replacing its own. s.mu is held.
-func (s *Store) put(owner Owner, rotation string, a render.Auth, now time.Time) {
+// put makes a owner's entry for rotation and mode, replacing its own. s.mu is held.
+func (s *Store) put(owner Owner, rotation, mode string, a render.Auth, now time.Time) {
 	s.drop(owner.UID)
-	e := &entry{namespace: owner.Namespace, rotation: rotation, auth: a, used: now}
+	e := &entry{namespace: owner.Namespace, rotation: rotation, mode: mode, auth: a, used: now}
 	s.pending[owner.UID] = e
 	ns := s.byNamespace[owner.Namespace]
 	if ns == nil {

@@ -1,6 +1,8 @@
 package credentials
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -100,7 +103,7 @@ func TestStore(t *testing.T) {
 				if tc.forget == i+1 {
 					s.Forget("uid")
 				}
-				a, err := s.Get(Owner{Namespace: "team-a", UID: "uid"}, c.rotation, c.observed, c.unsalted)
+				a, err := s.Get(Owner{Namespace: "team-a", UID: "uid"}, Want{Rotation: c.rotation}, c.observed, c.unsalted)
 				if err != nil {
 					t.Fatalf("%s\nGet #%d: %v", tc.reason, i+1, err)
 				}
@@ -150,7 +153,7 @@ func TestStoreTenants(t *testing.T) {
 			play: func(t *testing.T, s *Store, _ *clock, got *tenants) {
 				first := mustGet(t, s, victim, "r2")
 				for i := range 2000 {
-					_, err := s.Get(owner("team-b", i%(MaxPendingPerNamespace+8)), "r"+strconv.Itoa(i), nil, nil)
+					_, err := s.Get(owner("team-b", i%(MaxPendingPerNamespace+8)), Want{Rotation: "r" + strconv.Itoa(i)}, nil, nil)
 					if err != nil && !errors.Is(err, ErrWaiting) {
 						t.Fatal(err)
 					}
@@ -178,7 +181,7 @@ func TestStoreTenants(t *testing.T) {
 					mustGet(t, s, owner("team-a", i), "r1")
 				}
 				mustGet(t, s, owner("team-b", 0), "r1")
-				_, err := s.Get(owner("team-a", 1000), "r1", nil, nil)
+				_, err := s.Get(owner("team-a", 1000), Want{Rotation: "r1"}, nil, nil)
 				got.Err = errString(err)
 				errors.As(err, &got.Waiting)
 				got.Same = mustGet(t, s, victim, "r2") != first // Rotated, never waiting.
@@ -221,7 +224,7 @@ func TestStoreTenants(t *testing.T) {
 			reason: "Once the auth Secret is observed with the credentials of the rotation, the owner's entry is dropped and its place freed.",
 			play: func(t *testing.T, s *Store, _ *clock, got *tenants) {
 				a := mustGet(t, s, victim, "r1")
-				b, err := s.Get(victim, "r1", &Secret{Rotation: "r1", Data: dataOf(a)}, nil)
+				b, err := s.Get(victim, Want{Rotation: "r1"}, &Secret{Rotation: "r1", Data: dataOf(a)}, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -235,7 +238,7 @@ func TestStoreTenants(t *testing.T) {
 				for i := range MaxPending {
 					mustGet(t, s, owner("ns"+strconv.Itoa(i/MaxPendingPerNamespace), i), "r1")
 				}
-				_, err := s.Get(victim, "r1", nil, nil)
+				_, err := s.Get(victim, Want{Rotation: "r1"}, nil, nil)
 				errors.As(err, &got.Waiting)
 				c.now = c.now.Add(IdleTTL)
 				mustGet(t, s, victim, "r1")
@@ -279,7 +282,7 @@ func TestStoreTenants(t *testing.T) {
 
 func mustGet(t *testing.T, s *Store, o Owner, rotation string) render.Auth {
 	t.Helper()
-	a, err := s.Get(o, rotation, nil, nil)
+	a, err := s.Get(o, Want{Rotation: rotation}, nil, nil)
 	if err != nil {
 		t.Fatalf("Get(%v, %q): %v", o, rotation, err)
 	}
@@ -351,6 +354,11 @@ func FuzzStore(f *testing.F) {
 			o := owners[int(op/6)%len(owners)]
 			who := int(op/6) % len(owners)
 			rotation := func() string { return "r" + strconv.Itoa(rotations[who]) }
+			// Each owner has its own mode, so that every mode's credentials share the Store.
+			mode := cachev1alpha1.AuthModes[who%len(cachev1alpha1.AuthModes)]
+			want := func(rotation string) Want {
+				return Want{Mode: mode, Rotation: rotation, Now: c.now, Subject: o.Namespace + "/" + o.UID, Hosts: []string{o.UID + ".svc"}}
+			}
 			where := fmt.Sprintf("step %d (op %d, %v)", i, op%6, o)
 			switch op % 6 {
 			case 1:
@@ -362,7 +370,7 @@ func FuzzStore(f *testing.F) {
 			case 0:
 				p, had := model[o.UID]
 				live := had && p.auth.Rotation == rotation() && c.now.Sub(p.used) < IdleTTL
-				a, err := s.Get(o, rotation(), nil, nil)
+				a, err := s.Get(o, want(rotation()), nil, nil)
 				switch {
 				case err != nil && !errors.Is(err, ErrWaiting):
 					t.Fatalf("%s: Get: %v", where, err)
@@ -382,8 +390,12 @@ func FuzzStore(f *testing.F) {
 				if !ok {
 					continue
 				}
-				if _, err := s.Get(o, p.auth.Rotation, &Secret{Rotation: p.auth.Rotation, Data: dataOf(p.auth)}, nil); err != nil {
+				a, err := s.Get(o, want(p.auth.Rotation), stored(p.auth), nil)
+				if err != nil {
 					t.Fatalf("%s: Get with the Secret observed: %v", where, err)
+				}
+				if a != p.auth {
+					t.Fatalf("%s: the credentials read back from their Secret are not those generated", where)
 				}
 				delete(model, o.UID)
 				if _, ok := s.pending[o.UID]; ok {
@@ -397,7 +409,7 @@ func FuzzStore(f *testing.F) {
 			case 5:
 				for range MaxPendingPerNamespace + 2 {
 					crowd++
-					if _, err := s.Get(Owner{Namespace: o.Namespace, UID: "crowd-" + strconv.Itoa(crowd)}, "r", nil, nil); err != nil {
+					if _, err := s.Get(Owner{Namespace: o.Namespace, UID: "crowd-" + strconv.Itoa(crowd)}, Want{Rotation: "r"}, nil, nil); err != nil {
 						if !errors.Is(err, ErrWaiting) {
 							t.Fatalf("%s: crowd: %v", where, err)
 						}
@@ -408,4 +420,137 @@ func FuzzStore(f *testing.F) {
 			checkInvariants(t, s)
 		}
 	})
+}
+
+// stored is the auth Secret the function or the provider renders for a, as the next
+// observation reads it back.
+func stored(a render.Auth) *Secret {
+	s := render.AuthSecret(render.Memcached{Name: "sessions", Namespace: "team-a", Auth: &a})
+	return ObservedSecret(s.Data, s.Annotations)
+}
+
+func TestStoreModes(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	hosts := []string{"sessions.team-a.svc.cluster.local"}
+	want := func(mode string, now time.Time) Want {
+		return Want{Mode: mode, Rotation: "r1", Now: now, Subject: "team-a/sessions", Hosts: hosts}
+	}
+	// A call asks for w with the auth Secret as observed: none, what the call before
+	// returned (applied and observed), or the Secret observed before that (a stale one).
+	const (
+		none = iota
+		applied
+		stale
+		garbage
+	)
+	type call struct {
+		want     Want
+		observed int
+	}
+	type result struct {
+		// Same says whether the call returned what the call before returned; Mode is the
+		// mode of what it returned; SameKeys whether its keys (password, client key) are
+		// those of the call before's; Admitted whether the previous client certificate is
+		// still admitted by the returned CA bundle.
+		Same, SameKeys, Admitted bool
+		Mode, Username           string
+	}
+	cert := cachev1alpha1.AuthModeClientCertificate
+	cases := map[string]struct {
+		reason string
+		calls  []call
+		want   []result
+	}{
+		"ClientCertificatesStable": {
+			reason: "Certificates are issued once: read back from their Secret, nothing changes until they are due.",
+			calls:  []call{{want(cert, t0), none}, {want(cert, t0), none}, {want(cert, t0.Add(time.Hour)), applied}, {want(cert, t0.Add(59*24*time.Hour)), applied}},
+			want: []result{{Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert},
+				{Same: true, SameKeys: true, Admitted: true, Mode: cert}},
+		},
+		"RenewedOnce": {
+			reason: "Certificates due are renewed once, keeping their keys, while the observed Secret still holds the old ones; then read back.",
+			calls:  []call{{want(cert, t0), none}, {want(cert, t0), applied}, {want(cert, t0.Add(61*24*time.Hour)), applied}, {want(cert, t0.Add(61*24*time.Hour)), stale}, {want(cert, t0.Add(62*24*time.Hour)), applied}},
+			want: []result{{Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert}, {SameKeys: true, Admitted: true, Mode: cert},
+				{Same: true, SameKeys: true, Admitted: true, Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert}},
+		},
+		"ModeChangedOnce": {
+			reason: "A new mode replaces the credentials once, like a new rotation, while the observed Secret is still the old mode's.",
+			calls:  []call{{want("", t0), none}, {want("", t0), applied}, {want(cert, t0), applied}, {want(cert, t0), stale}, {want(cert, t0), applied}},
+			want: []result{{Mode: "", Username: "memcached"}, {Same: true, SameKeys: true, Mode: "", Username: "memcached"}, {Mode: cert},
+				{Same: true, SameKeys: true, Admitted: true, Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert}},
+		},
+		"PasswordIsTheUnnamedMode": {
+			reason: "An auth Secret from before modes (no mode annotation) is Password's: an upgrade changes no credential.",
+			calls:  []call{{want("", t0), none}, {want(cachev1alpha1.AuthModePassword, t0), applied}},
+			want:   []result{{Mode: "", Username: "memcached"}, {Same: true, SameKeys: true, Mode: "", Username: "memcached"}},
+		},
+		"SASLRealm": {
+			reason: "SASL usernames carry their realm: Cyrus SASL would append each replica's own host name to a bare one.",
+			calls:  []call{{want(cachev1alpha1.AuthModeSASL, t0), none}, {want(cachev1alpha1.AuthModeSASL, t0), applied}},
+			want: []result{{Mode: cachev1alpha1.AuthModeSASL, Username: "memcached@memcached"},
+				{Same: true, SameKeys: true, Mode: cachev1alpha1.AuthModeSASL, Username: "memcached@memcached"}},
+		},
+		"HandEditedCertificates": {
+			reason: "Certificates edited by hand into something unusable are replaced whole, once.",
+			calls:  []call{{want(cert, t0), none}, {want(cert, t0), applied}, {want(cert, t0), garbage}, {want(cert, t0), garbage}},
+			want: []result{{Mode: cert}, {Same: true, SameKeys: true, Admitted: true, Mode: cert}, {Mode: cert},
+				{Same: true, SameKeys: true, Admitted: true, Mode: cert}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore()
+			s.Random = counter()
+			var got []result
+			var last, before render.Auth
+			for i, c := range tc.calls {
+				var observed *Secret
+				switch c.observed {
+				case applied:
+					observed = stored(last)
+				case stale:
+					observed = stored(before)
+				case garbage:
+					observed = stored(last)
+					observed.Data[render.CAKey] = []byte("-----BEGIN EC PRIVATE KEY-----\nbm90\n-----END EC PRIVATE KEY-----\n")
+				}
+				a, err := s.Get(Owner{Namespace: "team-a", UID: "uid"}, c.want, observed, nil)
+				if err != nil {
+					t.Fatalf("%s\nGet #%d: %v", tc.reason, i+1, err)
+				}
+				r := result{Same: i > 0 && a == last, Mode: a.Mode, SameKeys: i > 0 && sameKeys(a, last), Username: a.Username}
+				if a.Mode == cert && last.Mode == cert {
+					r.Admitted = admits(t, a.Certificates.CA, last.Certificates.Client, c.want.Now)
+				}
+				if a.Mode == cert && (a.Username != "" || a.Password != "") {
+					t.Errorf("Get #%d: client certificates with a username or password", i+1)
+				}
+				got = append(got, r)
+				if c.observed != stale {
+					before = last
+				}
+				last = a
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// admits reports whether the CA bundle admits the client certificate at now.
+func admits(t *testing.T, bundle, client string, now time.Time) bool {
+	t.Helper()
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM([]byte(bundle))
+	block, _ := pem.Decode([]byte(client))
+	if block == nil {
+		return false
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return err == nil
 }

@@ -28,7 +28,7 @@ import (
 // The Instance has no name: Crossplane names composed resources itself. The caller may set
 // one, and spec.writeConnectionSecretToRef for a connection Secret (endpoint, host, port,
 // and the credentials and TLS details the provider publishes). Authentication (on or off,
-// and its rotation), TLS (the Secret's name) and the NetworkPolicy (on or off, and the
+// its mode and its rotation), TLS (the Secret's name) and the NetworkPolicy (on or off, and the
 // namespaces it admits) are written out explicitly, whatever the provider's own defaults.
 // What cannot be carried stays behind: the credentials, which the provider generates in the
 // target cluster and keeps in the auth Secret there; the TLS pair, which it reads from the
@@ -53,8 +53,8 @@ func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.In
 		Auth:             &cachev1alpha1.Auth{Enabled: ptr.To(m.Auth != nil)},
 		NetworkPolicy:    &cachev1alpha1.NetworkPolicy{Enabled: ptr.To(m.NetworkPolicy != nil)},
 	}
-	if m.Auth != nil && m.Auth.Rotation != "" {
-		spec.Auth.Rotation = m.Auth.Rotation
+	if m.Auth != nil {
+		spec.Auth.Mode, spec.Auth.Rotation = m.Auth.Mode, m.Auth.Rotation
 	}
 	if m.TLS != nil {
 		spec.TLS = &cachev1alpha1.TLS{SecretName: m.TLS.SecretName}

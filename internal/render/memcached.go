@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/internal/pki"
 )
 
 // Well-known ports and identities of a rendered Memcached.
@@ -85,7 +88,12 @@ type Memcached struct {
 
 // Auth are the credentials clients authenticate with.
 type Auth struct {
+	// Mode is how clients authenticate (cachev1alpha1.AuthModes); empty means Password.
+	Mode string
+	// Username and Password authenticate a client in the Password and SASL modes.
 	Username, Password string
+	// Certificates are the CA, client and server certificates of the ClientCertificate mode.
+	Certificates pki.Certificates
 	// Rotation is the claim's spec.auth.rotation these credentials were generated for; the
 	// auth Secret records it (AnnotationRotation).
 	Rotation string
@@ -161,16 +169,25 @@ const (
 	ConnectionCA = "ca.crt"
 )
 
-// ConnectionKeys are every key ConnectionDetails writes for some Memcached (one with auth and
-// TLS with a CA), sorted: what the legacy XRD lists as its connectionSecretKeys, since
-// Crossplane passes only those on to a claim's Secret.
+// ConnectionKeys are every key ConnectionDetails writes for some Memcached (one per
+// authentication mode, with TLS with a CA), sorted: what the legacy XRD lists as its
+// connectionSecretKeys, since Crossplane passes only those on to a claim's Secret.
 func ConnectionKeys() []string {
-	return slices.Sorted(maps.Keys(ConnectionDetails(Memcached{Auth: &Auth{}, TLS: &TLS{CA: "-"}})))
+	keys := map[string]bool{}
+	for _, mode := range cachev1alpha1.AuthModes {
+		for k := range ConnectionDetails(Memcached{Auth: &Auth{Mode: mode}, TLS: &TLS{CA: "-"}}) {
+			keys[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(keys))
 }
 
 // ConnectionDetails are the keys an application reads from its connection Secret: endpoint,
-// host, port and the SRV name that lists every replica, the credentials when auth is on, and, with TLS, tls: "true" and the CA to
-// verify memcached's certificate with when the TLS Secret holds one.
+// host, port and the SRV name that lists every replica; the username and password in the
+// Password and SASL modes, or the client certificate and its key (tls.crt, tls.key) in the
+// ClientCertificate mode; and, with TLS, tls: "true" and the CA to verify memcached's
+// certificate with (the TLS Secret's, or the Memcached's own CA for the certificate the
+// function issues).
 func ConnectionDetails(m Memcached) map[string][]byte {
 	cd := map[string][]byte{
 		"endpoint":    []byte(Endpoint(m)),
@@ -178,9 +195,14 @@ func ConnectionDetails(m Memcached) map[string][]byte {
 		"port":        []byte(strconv.Itoa(Port)),
 		ConnectionSRV: []byte(SRV(m)),
 	}
-	if m.Auth != nil {
-		cd[ConnectionUsername] = []byte(m.Auth.Username)
-		cd[ConnectionPassword] = []byte(m.Auth.Password)
+	switch a := m.Auth; {
+	case a == nil:
+	case a.Mode == cachev1alpha1.AuthModeClientCertificate:
+		cd[corev1.TLSCertKey] = []byte(a.Certificates.Client)
+		cd[corev1.TLSPrivateKeyKey] = []byte(a.Certificates.ClientKey)
+	default:
+		cd[ConnectionUsername] = []byte(a.Username)
+		cd[ConnectionPassword] = []byte(a.Password)
 	}
 	if m.TLS != nil {
 		cd[ConnectionTLS] = []byte("true")
@@ -189,6 +211,22 @@ func ConnectionDetails(m Memcached) map[string][]byte {
 		}
 	}
 	return cd
+}
+
+// ClientCertificates reports whether m's clients authenticate with client certificates.
+func ClientCertificates(m Memcached) bool {
+	return m.Auth != nil && m.Auth.Mode == cachev1alpha1.AuthModeClientCertificate
+}
+
+// SASL reports whether m's clients authenticate with SASL, over the binary protocol.
+func SASL(m Memcached) bool {
+	return m.Auth != nil && m.Auth.Mode == cachev1alpha1.AuthModeSASL
+}
+
+// NeedsAuthProxy reports whether the exporter reaches m through the auth proxy: it cannot
+// authenticate with a password or speak SASL, but presents a client certificate itself.
+func NeedsAuthProxy(m Memcached) bool {
+	return m.Metrics && m.Auth != nil && !ClientCertificates(m)
 }
 
 // MemoryMiB is the container memory request and limit: the cache itself, plus 10% (at least

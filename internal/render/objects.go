@@ -68,7 +68,7 @@ func Deployment(m Memcached) *appsv1.Deployment {
 	containers := []corev1.Container{memcachedContainer(m)}
 	if m.Metrics {
 		containers = append(containers, exporterContainer(m))
-		if m.Auth != nil {
+		if NeedsAuthProxy(m) {
 			containers = append(containers, authProxyContainer(m))
 		}
 	}
@@ -235,6 +235,7 @@ func memcachedContainer(m Memcached) corev1.Container {
 		Image:          m.Image,
 		Command:        []string{"memcached"},
 		Args:           args,
+		Env:            memcachedEnv(m),
 		Ports:          []corev1.ContainerPort{{Name: PortName, ContainerPort: Port, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts:   volumeMounts(m),
 		Resources:      res,
@@ -252,8 +253,11 @@ func exporterContainer(m Memcached) corev1.Container {
 	return corev1.Container{
 		Name:  ExporterContainerName,
 		Image: m.ExporterImage,
-		Args:  []string{"--memcached.address=" + exporterTarget(m)},
+		Args:  exporterArgs(m),
 		Ports: []corev1.ContainerPort{{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		// With client certificates, the exporter presents the client's (auth) and verifies
+		// memcached's with the pair's CA (tls).
+		VolumeMounts: exporterVolumeMounts(m),
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},

@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
+	"github.com/example/function-memcached/internal/pki"
 )
 
 // Where the pods mount what they read, and the keys of the auth Secret.
@@ -33,6 +36,23 @@ const (
 	// AuthSaltKey is the auth Secret's key holding the salt of the pod template's digest of
 	// the credentials (see CredentialsDigest).
 	AuthSaltKey = "credentials-salt"
+	// SASLPasswordsKey is the auth Secret's key holding memcached's SASL password file
+	// (MEMCACHED_SASL_PWDB): "username:password", the username with its realm (SASLRealm).
+	SASLPasswordsKey = "sasl-pwdb"
+	// SASLConfigKey is the auth Secret's key holding Cyrus SASL's configuration for
+	// memcached (SASL_CONF_PATH is the directory it is mounted in): PLAIN only.
+	SASLConfigKey = "memcached.conf"
+	// SASLRealm is the realm of a SASL username. Cyrus SASL appends the host name to a bare
+	// username, and each replica's differs; a username with an explicit realm is the same on
+	// every replica.
+	SASLRealm = "memcached"
+	// CAKey, ServerCertKey and ServerKeyKey are the auth Secret's keys, in the
+	// ClientCertificate mode, of the CA's private key and of the server certificate the
+	// function issues; its ca.crt, tls.crt and tls.key are the CA bundle and the client's
+	// certificate and key. Pods never mount the CA's key.
+	CAKey         = "ca.key"
+	ServerCertKey = "server.crt"
+	ServerKeyKey  = "server.key"
 
 	// AnnotationCredentials and AnnotationCertificate, on the pod template, carry digests of
 	// the credentials and of the certificate: memcached reads both only when it starts, so a
@@ -45,6 +65,10 @@ const (
 	// generated for: a new rotation replaces them.
 	AnnotationRotation    = "cache.example.com/auth-rotation"
 	AnnotationCertificate = "cache.example.com/certificate"
+	// AnnotationAuthMode, on the auth Secret, is the spec.auth.mode its credentials are for,
+	// absent for Password (the only mode before modes, whose Secrets carry none): a new mode
+	// replaces them, as a new rotation does.
+	AnnotationAuthMode = "cache.example.com/auth-mode"
 
 	authVolume = "auth"
 	tlsVolume  = "tls"
@@ -70,7 +94,9 @@ func TLSSecret(m Memcached) *corev1.Secret {
 	meta := objectMeta(m, TLSSecretName(m))
 	meta.Annotations = map[string]string{
 		AnnotationCertificate: Digest([]byte(m.TLS.Certificate), []byte{0}, []byte(m.TLS.PrivateKey)),
-		AnnotationTLSSource:   m.TLS.SecretName,
+	}
+	if m.TLS.SecretName != "" { // Else the function issued the pair (IssuedTLS).
+		meta.Annotations[AnnotationTLSSource] = m.TLS.SecretName
 	}
 	data := map[string][]byte{
 		corev1.TLSCertKey:       []byte(m.TLS.Certificate),
@@ -87,9 +113,23 @@ func TLSSecret(m Memcached) *corev1.Secret {
 	}
 }
 
-// AuthFile is memcached's --auth-file for a: one "username:password" line.
+// AuthFile is memcached's --auth-file for a: one "username:password" line. It is the SASL
+// password file too, whose username carries its realm.
 func AuthFile(a Auth) string {
 	return a.Username + ":" + a.Password + "\n"
+}
+
+// SASLConfig is Cyrus SASL's configuration for memcached: PLAIN, checked against the password
+// file, and no other mechanism.
+const SASLConfig = "mech_list: plain\n"
+
+// IssuedTLS is what memcached serves TLS with when m's clients present client certificates
+// and the claim names no TLS Secret: the server certificate the function issued, with the
+// Memcached's CA bundle for clients to verify it with. digest is what the pod template
+// carries for it (see TLS.Digest).
+func IssuedTLS(c pki.Certificates) *TLS {
+	return &TLS{Certificate: c.Server, PrivateKey: c.ServerKey, CA: c.CA,
+		Digest: Digest([]byte(c.Server), []byte{0}, []byte(c.ServerKey))}
 }
 
 // Digest is a short SHA-256 digest of b, for pod template annotations that must change when
@@ -112,27 +152,57 @@ func Digest(b ...[]byte) string {
 // their pods run with, so that an upgrade neither restarts pods nor touches credentials; the
 // function gives them a salt when their pods restart for them anyway (see fn's
 // credentialStore).
+//
+// In the ClientCertificate mode, what memcached reads at start is the CA bundle it admits
+// clients of: a renewed client certificate changes no digest and restarts nothing.
 func CredentialsDigest(a Auth) string {
+	loaded := AuthFile(a)
+	if a.Mode == cachev1alpha1.AuthModeClientCertificate {
+		loaded = a.Certificates.CA
+	}
 	if a.Salt == "" {
-		return Digest([]byte(AuthFile(a)))
+		return Digest([]byte(loaded))
 	}
 	h := hmac.New(sha256.New, []byte(a.Salt))
-	h.Write([]byte(AuthFile(a)))
+	h.Write([]byte(loaded))
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// AuthSecret holds m's credentials: username and password for clients and the auth proxy, and
-// memcached's auth file. The pods mount it read-only; it is not the connection Secret, which
-// Crossplane writes for the claim.
+// AuthSecret holds m's credentials, for the mode they are for: the username and password
+// (for clients and the auth proxy) with memcached's auth file or SASL password file and
+// configuration; or the CA bundle and its key, the client certificate and key, and the
+// server's. The pods mount it read-only (without the CA's key); it is not the connection
+// Secret, which Crossplane writes for the claim.
 func AuthSecret(m Memcached) *corev1.Secret {
 	meta := objectMeta(m, AuthSecretName(m))
-	if m.Auth.Rotation != "" {
-		meta.Annotations = map[string]string{AnnotationRotation: m.Auth.Rotation}
+	if m.Auth.Rotation != "" || m.Auth.Mode != "" && m.Auth.Mode != cachev1alpha1.AuthModePassword {
+		meta.Annotations = map[string]string{}
+		if m.Auth.Rotation != "" {
+			meta.Annotations[AnnotationRotation] = m.Auth.Rotation
+		}
+		if m.Auth.Mode != "" && m.Auth.Mode != cachev1alpha1.AuthModePassword {
+			meta.Annotations[AnnotationAuthMode] = m.Auth.Mode
+		}
 	}
-	data := map[string][]byte{
-		ConnectionUsername: []byte(m.Auth.Username),
-		ConnectionPassword: []byte(m.Auth.Password),
-		AuthFileKey:        []byte(AuthFile(*m.Auth)),
+	// Each credential m.Auth holds: those of its mode (the only ones generated credentials
+	// hold).
+	data := map[string][]byte{}
+	if a := m.Auth; a.Username != "" || a.Password != "" {
+		data[ConnectionUsername], data[ConnectionPassword] = []byte(a.Username), []byte(a.Password)
+		if SASL(m) {
+			data[SASLPasswordsKey], data[SASLConfigKey] = []byte(AuthFile(*a)), []byte(SASLConfig)
+		} else {
+			data[AuthFileKey] = []byte(AuthFile(*a))
+		}
+	}
+	for k, v := range map[string]string{
+		ConnectionCA: m.Auth.Certificates.CA, CAKey: m.Auth.Certificates.CAKey,
+		corev1.TLSCertKey: m.Auth.Certificates.Client, corev1.TLSPrivateKeyKey: m.Auth.Certificates.ClientKey,
+		ServerCertKey: m.Auth.Certificates.Server, ServerKeyKey: m.Auth.Certificates.ServerKey,
+	} {
+		if v != "" {
+			data[k] = []byte(v)
+		}
 	}
 	if m.Auth.Salt != "" {
 		data[AuthSaltKey] = []byte(m.Auth.Salt)
@@ -228,13 +298,19 @@ func anyValues(labels map[string]string) map[string]any {
 // memcachedArgs are memcached's flags beyond size and connections: the item size limit,
 // authentication and TLS. With TLS, memcached serves TLS only on Port (on every IPv4
 // address) and plaintext on LoopbackPort of 127.0.0.1, which only the pod's own containers
-// reach: the exporter and the auth proxy, neither of which speaks TLS to memcached.
+// reach: the auth proxy, which speaks no TLS to memcached. With client certificates there is
+// no plaintext listener: every connection, the exporter's too, presents a certificate the
+// Memcached's CA signed (ssl_verify_mode=2 requires one).
 func memcachedArgs(m Memcached) []string {
 	var args []string
 	if m.MaxItemSizeMB > 0 {
 		args = append(args, "--max-item-size="+strconv.Itoa(int(m.MaxItemSizeMB))+"m")
 	}
-	if m.Auth != nil {
+	switch {
+	case ClientCertificates(m):
+	case SASL(m):
+		args = append(args, "--enable-sasl")
+	case m.Auth != nil:
 		args = append(args, "--auth-file="+AuthDir+"/"+AuthFileKey)
 	}
 	if m.TLS != nil {
@@ -243,10 +319,28 @@ func memcachedArgs(m Memcached) []string {
 			"--extended=ssl_chain_cert="+TLSDir+"/"+corev1.TLSCertKey,
 			"--extended=ssl_key="+TLSDir+"/"+corev1.TLSPrivateKeyKey,
 			"--listen=0.0.0.0",
-			"--listen=notls:127.0.0.1:"+strconv.Itoa(LoopbackPort),
 		)
+		if ClientCertificates(m) {
+			args = append(args,
+				"--extended=ssl_ca_cert="+AuthDir+"/"+ConnectionCA,
+				"--extended=ssl_verify_mode=2")
+		} else {
+			args = append(args, "--listen=notls:127.0.0.1:"+strconv.Itoa(LoopbackPort))
+		}
 	}
 	return args
+}
+
+// memcachedEnv is memcached's environment: with SASL, where Cyrus SASL finds its
+// configuration and memcached its password file.
+func memcachedEnv(m Memcached) []corev1.EnvVar {
+	if !SASL(m) {
+		return nil
+	}
+	return []corev1.EnvVar{
+		{Name: "MEMCACHED_SASL_PWDB", Value: AuthDir + "/" + SASLPasswordsKey},
+		{Name: "SASL_CONF_PATH", Value: AuthDir},
+	}
 }
 
 // plaintextAddress is where containers of the pod reach memcached without TLS.
@@ -257,10 +351,32 @@ func plaintextAddress(m Memcached) string {
 	return "127.0.0.1:" + strconv.Itoa(Port)
 }
 
-// exporterTarget is what the exporter scrapes: memcached itself, or, with auth on, the auth
-// proxy, since the exporter cannot authenticate.
+// exporterArgs are the exporter's flags: what it scrapes, and, with client certificates, the
+// client certificate it presents and how it verifies memcached's (with the CA the pods' TLS
+// pair carries; a pair without one is the tenant's, from a CA the exporter cannot know, and
+// the exporter, which dials 127.0.0.1, then checks no certificate).
+func exporterArgs(m Memcached) []string {
+	args := []string{"--memcached.address=" + exporterTarget(m)}
+	if !ClientCertificates(m) || m.TLS == nil {
+		return args
+	}
+	args = append(args,
+		"--memcached.tls.enable",
+		"--memcached.tls.cert-file="+AuthDir+"/"+corev1.TLSCertKey,
+		"--memcached.tls.key-file="+AuthDir+"/"+corev1.TLSPrivateKeyKey,
+		"--memcached.tls.server-name="+Host(m))
+	if m.TLS.CA != "" {
+		return append(args, "--memcached.tls.ca-file="+TLSDir+"/"+ConnectionCA)
+	}
+	return append(args, "--memcached.tls.insecure-skip-verify")
+}
+
+// exporterTarget is what the exporter scrapes: memcached itself, or, with a password or SASL,
+// the auth proxy, since the exporter can neither authenticate so nor speak SASL.
 func exporterTarget(m Memcached) string {
 	switch {
+	case ClientCertificates(m):
+		return "127.0.0.1:" + strconv.Itoa(Port)
 	case m.Auth != nil:
 		return "127.0.0.1:" + strconv.Itoa(AuthProxyPort)
 	case m.TLS != nil:
@@ -275,13 +391,9 @@ func exporterTarget(m Memcached) string {
 func authProxyContainer(m Memcached) corev1.Container {
 	mem := resource.MustParse("32Mi")
 	return corev1.Container{
-		Name:  AuthProxyContainerName,
-		Image: m.AuthProxyImage,
-		Args: []string{
-			"--listen=127.0.0.1:" + strconv.Itoa(AuthProxyPort),
-			"--upstream=" + plaintextAddress(m),
-			"--credentials=" + AuthDir,
-		},
+		Name:         AuthProxyContainerName,
+		Image:        m.AuthProxyImage,
+		Args:         authProxyArgs(m),
 		VolumeMounts: []corev1.VolumeMount{{Name: authVolume, MountPath: AuthDir, ReadOnly: true}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
@@ -290,6 +402,20 @@ func authProxyContainer(m Memcached) corev1.Container {
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}
+}
+
+// authProxyArgs are the auth proxy's flags: with SASL, it authenticates over the binary
+// protocol and translates the exporter's text-protocol commands.
+func authProxyArgs(m Memcached) []string {
+	args := []string{
+		"--listen=127.0.0.1:" + strconv.Itoa(AuthProxyPort),
+		"--upstream=" + plaintextAddress(m),
+		"--credentials=" + AuthDir,
+	}
+	if SASL(m) {
+		args = append(args, "--upstream-protocol=sasl")
+	}
+	return args
 }
 
 // volumes are the Secrets m's pods mount (the auth Secret, and the function's copy of the TLS
@@ -303,7 +429,15 @@ func volumes(m Memcached) []corev1.Volume {
 		}}}
 	}
 	if m.Auth != nil {
-		vs = append(vs, secret(authVolume, AuthSecretName(m)))
+		v := secret(authVolume, AuthSecretName(m))
+		if ClientCertificates(m) {
+			// The CA bundle memcached admits clients of, and the client certificate the
+			// exporter presents: never the CA's key or the server's (the TLS copy has it).
+			for _, k := range []string{ConnectionCA, corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+				v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: k, Path: k})
+			}
+		}
+		vs = append(vs, v)
 	}
 	if m.TLS != nil {
 		vs = append(vs, secret(tlsVolume, TLSSecretName(m)))
@@ -321,6 +455,14 @@ func volumeMounts(m Memcached) []corev1.VolumeMount {
 		vm = append(vm, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir, ReadOnly: true})
 	}
 	return vm
+}
+
+// exporterVolumeMounts are the exporter's mounts: with client certificates, memcached's.
+func exporterVolumeMounts(m Memcached) []corev1.VolumeMount {
+	if !ClientCertificates(m) || m.TLS == nil {
+		return nil
+	}
+	return volumeMounts(m)
 }
 
 // podAnnotations are the digests of what the pods read at start (nil when they read

@@ -67,6 +67,7 @@ var specSamples = map[string]specSample{
 	// A rotation needs authentication on.
 	"auth.enabled":          {set: func(s *v1alpha1.MemcachedSpec) { s.Auth.Enabled, s.Auth.Rotation = ptr.To(false), "" }},
 	"auth.rotation":         {set: func(s *v1alpha1.MemcachedSpec) { s.Auth.Rotation = "2027-01-01" }},
+	"auth.mode":             {set: func(s *v1alpha1.MemcachedSpec) { s.Auth.Mode = v1alpha1.AuthModeSASL }},
 	"tls.secretName":        {set: func(s *v1alpha1.MemcachedSpec) { s.TLS.SecretName = "renewed-tls" }},
 	"networkPolicy.enabled": {set: func(s *v1alpha1.MemcachedSpec) { s.NetworkPolicy.Enabled = ptr.To(false) }},
 	"networkPolicy.allowedNamespaces.matchLabels": {set: func(s *v1alpha1.MemcachedSpec) {

@@ -64,12 +64,29 @@ func security(root *field.Path, spec cachev1alpha1.MemcachedSpec, m *render.Memc
 			errs = append(errs, field.Invalid(root.Child("auth", "rotation"), r, "rotates credentials, and authentication is off (spec.auth.enabled, or the platform's defaults.auth.enabled)"))
 		}
 	}
+	mode := s.AuthMode
+	if m := spec.Auth.GetMode(); m != "" {
+		mode = m
+		p := root.Child("auth", "mode")
+		switch {
+		case !slices.Contains(cachev1alpha1.AuthModes, m):
+			errs = append(errs, field.NotSupported(p, m, cachev1alpha1.AuthModes))
+		case !auth:
+			errs = append(errs, field.Invalid(p, m, "chooses how clients authenticate, and authentication is off (spec.auth.enabled, or the platform's defaults.auth.enabled)"))
+		case !s.authModeAllowed(m):
+			errs = append(errs, field.Invalid(p, m, "must be one of "+strings.Join(s.AllowedAuthModes, ", ")+" (policy.allowedAuthModes)"))
+		}
+	}
 	if auth {
-		m.Auth = &render.Auth{Rotation: spec.Auth.GetRotation()}
+		m.Auth = &render.Auth{Mode: mode, Rotation: spec.Auth.GetRotation()}
 		m.AuthProxyImage = s.AuthProxyImage
-		if m.Metrics && s.AuthProxyImage == "" {
-			errs = append(errs, field.Invalid(root.Child("metrics", "enabled"), true,
-				"cannot be true with auth on here: the exporter reaches memcached through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"))
+		if render.NeedsAuthProxy(*m) && s.AuthProxyImage == "" {
+			how := "cannot authenticate with a password"
+			if mode == cachev1alpha1.AuthModeSASL {
+				how = "speaks neither SASL nor the binary protocol, which is all memcached speaks with SASL on"
+			}
+			errs = append(errs, field.Invalid(root.Child("metrics", "enabled"), true, fmt.Sprintf(
+				"cannot be true with auth mode %s here: the exporter %s and reaches memcached through the auth proxy, whose image the platform has not set (defaults.authProxyImage)", mode, how)))
 		}
 	}
 
@@ -355,11 +372,17 @@ func Credentials(data map[string][]byte) (a render.Auth, ok bool) {
 	if !credential(u) || strings.Contains(u, ":") || !credential(pw) {
 		return render.Auth{}, false
 	}
-	a = render.Auth{Username: u, Password: pw}
+	return render.Auth{Username: u, Password: pw, Salt: Salt(data)}, true
+}
+
+// Salt is the salt of the credentials digest an auth Secret's data holds: empty when it has
+// none of a usable length (a hand-edited Secret), and the credentials then get a new one when
+// their pods next restart for them.
+func Salt(data map[string][]byte) string {
 	if salt := data[render.AuthSaltKey]; len(salt) >= MinSaltLength && len(salt) <= MaxSaltLength {
-		a.Salt = string(salt)
+		return string(salt)
 	}
-	return a, true
+	return ""
 }
 
 // credential reports whether s is 1 to MaxCredentialLength printable ASCII characters without

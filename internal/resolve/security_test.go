@@ -42,17 +42,17 @@ func TestSecurity(t *testing.T) {
 		"AuthOnByClaim": {
 			reason: "A claim turns auth on; the credentials are the caller's to fill in.",
 			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}},
-			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{Mode: v1alpha1.AuthModePassword} }),
 		},
 		"AuthOnByPlatform": {
 			reason: "The Input's defaults.auth.enabled applies to a claim that says nothing.",
 			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(true)}}},
-			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{Mode: v1alpha1.AuthModePassword} }),
 		},
 		"AuthRequiredDefaultsOn": {
 			reason: "policy.requireAuth without a default of its own turns the built-in default on.",
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{RequireAuth: true}},
-			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{} }),
+			want:   with(func(m *render.Memcached) { m.Auth = &render.Auth{Mode: v1alpha1.AuthModePassword} }),
 		},
 		"AuthRequiredRefusesOff": {
 			reason: "policy.requireAuth refuses a claim turning auth off, naming both fields.",
@@ -65,14 +65,60 @@ func TestSecurity(t *testing.T) {
 			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}, Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
 			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{AuthProxyImage: "registry.example.com/memcached-auth-proxy:v1"}},
 			want: with(func(m *render.Memcached) {
-				m.Auth, m.Metrics, m.AuthProxyImage = &render.Auth{}, true, "registry.example.com/memcached-auth-proxy:v1"
+				m.Auth, m.Metrics, m.AuthProxyImage = &render.Auth{Mode: v1alpha1.AuthModePassword}, true, "registry.example.com/memcached-auth-proxy:v1"
 			}),
 		},
 		"AuthAndMetricsWithoutProxy": {
 			reason: "Without an auth proxy image, metrics cannot scrape a memcached that requires auth: the claim learns which Input field is missing.",
 			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true)}, Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
-			errs: []string{"spec.metrics.enabled: Invalid value: true: cannot be true with auth on here: the exporter reaches memcached " +
-				"through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"},
+			errs: []string{"spec.metrics.enabled: Invalid value: true: cannot be true with auth mode Password here: the exporter cannot authenticate with a password " +
+				"and reaches memcached through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"},
+		},
+		"SASLAndMetricsWithoutProxy": {
+			reason: "With SASL on, memcached speaks only the binary protocol, which the exporter does not: without the auth proxy, metrics are refused, saying why.",
+			spec: v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true), Mode: v1alpha1.AuthModeSASL},
+				Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
+			errs: []string{"spec.metrics.enabled: Invalid value: true: cannot be true with auth mode SASL here: the exporter speaks neither SASL nor the binary protocol, " +
+				"which is all memcached speaks with SASL on and reaches memcached through the auth proxy, whose image the platform has not set (defaults.authProxyImage)"},
+		},
+		"ClientCertificatesAndMetricsWithoutProxy": {
+			reason: "With client certificates the exporter presents one itself: metrics need no auth proxy.",
+			spec: v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true), Mode: v1alpha1.AuthModeClientCertificate},
+				Metrics: &v1alpha1.Metrics{Enabled: ptr.To(true)}},
+			want: with(func(m *render.Memcached) {
+				m.Auth, m.Metrics = &render.Auth{Mode: v1alpha1.AuthModeClientCertificate}, true
+			}),
+		},
+		"ModeByPlatform": {
+			reason: "The Input's defaults.auth.mode applies to a claim that names no mode.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(true),
+				Mode: v1alpha1.AuthModeClientCertificate}}},
+			want: with(func(m *render.Memcached) { m.Auth = &render.Auth{Mode: v1alpha1.AuthModeClientCertificate} }),
+		},
+		"ModeByClaimOverPlatform": {
+			reason: "A claim's spec.auth.mode overrides the platform's default.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Mode: v1alpha1.AuthModeSASL, Rotation: "r1"}},
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(true),
+				Mode: v1alpha1.AuthModeClientCertificate}}},
+			want: with(func(m *render.Memcached) { m.Auth = &render.Auth{Mode: v1alpha1.AuthModeSASL, Rotation: "r1"} }),
+		},
+		"ModeNotAllowed": {
+			reason: "policy.allowedAuthModes refuses a mode it does not list, naming the modes it allows.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true), Mode: v1alpha1.AuthModePassword}},
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Mode: v1alpha1.AuthModeClientCertificate}},
+				Policy: v1beta1.Policy{AllowedAuthModes: []string{v1alpha1.AuthModeClientCertificate, v1alpha1.AuthModeSASL}}},
+			errs: []string{`spec.auth.mode: Invalid value: "Password": must be one of ClientCertificate, SASL (policy.allowedAuthModes)`},
+		},
+		"ModeUnknown": {
+			reason: "A mode the API does not have (an Instance's forProvider, which no schema checks for the provider) is refused, listing the modes.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Enabled: ptr.To(true), Mode: "Kerberos"}},
+			errs:   []string{`spec.auth.mode: Unsupported value: "Kerberos": supported values: "Password", "ClientCertificate", "SASL"`},
+		},
+		"ModeWithAuthOff": {
+			reason: "A mode with authentication off would silently do nothing: the claim learns why.",
+			spec:   v1alpha1.MemcachedSpec{Auth: &v1alpha1.Auth{Mode: v1alpha1.AuthModeSASL}},
+			errs: []string{`spec.auth.mode: Invalid value: "SASL": chooses how clients authenticate, and authentication is off ` +
+				`(spec.auth.enabled, or the platform's defaults.auth.enabled)`},
 		},
 		"TLS": {
 			reason: "A TLS Secret name is kept for the caller to read the Secret.",

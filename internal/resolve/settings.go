@@ -6,7 +6,9 @@
 package resolve
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -77,6 +79,10 @@ type Settings struct {
 
 	// Auth is spec.auth.enabled for claims that do not set it; RequireAuth refuses false.
 	Auth, RequireAuth bool
+	// AuthMode is spec.auth.mode for claims that do not set it.
+	AuthMode string
+	// AllowedAuthModes, when not empty, are the only modes claims may choose.
+	AllowedAuthModes []string
 	// AuthProxyImage is the auth proxy sidecar's image; empty when the platform named none.
 	AuthProxyImage string
 	// NetworkPolicy is spec.networkPolicy.enabled for claims that do not set it;
@@ -116,6 +122,8 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		PodDiagnostics:    ptr.Deref(in.Diagnostics.Pods, true),
 
 		RequireAuth:            in.Policy.RequireAuth,
+		AuthMode:               cmp.Or(in.Defaults.Auth.Mode, cachev1alpha1.AuthModePassword),
+		AllowedAuthModes:       in.Policy.AllowedAuthModes,
 		AuthProxyImage:         in.Defaults.AuthProxyImage,
 		RequireNetworkPolicy:   in.Policy.RequireNetworkPolicy,
 		AllowedNamespaceLabels: in.Policy.NetworkPolicy.AllowedNamespaceLabels,
@@ -186,12 +194,28 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 	return s, nil
 }
 
+// authModeAllowed reports whether the platform's policy lets a claim choose mode.
+func (s Settings) authModeAllowed(mode string) bool {
+	return len(s.AllowedAuthModes) == 0 || slices.Contains(s.AllowedAuthModes, mode)
+}
+
 // checkSecurity reports Input fields of authentication, network policy, metrics and
 // scheduling that no claim could satisfy or that are not valid Kubernetes names.
 func (s Settings) checkSecurity() field.ErrorList {
 	var errs field.ErrorList
 	if s.RequireAuth && !s.Auth {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "auth", "enabled"), false, "must be true (policy.requireAuth)"))
+	}
+	for i, mode := range s.AllowedAuthModes {
+		if !slices.Contains(cachev1alpha1.AuthModes, mode) {
+			errs = append(errs, field.NotSupported(field.NewPath("policy", "allowedAuthModes").Index(i), mode, cachev1alpha1.AuthModes))
+		}
+	}
+	switch p := field.NewPath("defaults", "auth", "mode"); {
+	case !slices.Contains(cachev1alpha1.AuthModes, s.AuthMode):
+		errs = append(errs, field.NotSupported(p, s.AuthMode, cachev1alpha1.AuthModes))
+	case !s.authModeAllowed(s.AuthMode):
+		errs = append(errs, field.Invalid(p, s.AuthMode, "must be one of "+strings.Join(s.AllowedAuthModes, ", ")+" (policy.allowedAuthModes)"))
 	}
 	if s.RequireNetworkPolicy && !s.NetworkPolicy {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "networkPolicy", "enabled"), false, "must be true (policy.requireNetworkPolicy)"))

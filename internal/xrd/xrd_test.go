@@ -92,7 +92,7 @@ spec:
 			v:      Legacy,
 			want: map[string]any{
 				"apiVersion": "apiextensions.crossplane.io/v1", "scope": "LegacyCluster", "claim": "Memcached",
-				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "ca.crt,endpoint,host,password,port,srv,tls,username", "size": "integer",
+				"columns": "SIZE,AVAILABLE,ENDPOINT", "keys": "ca.crt,endpoint,host,password,port,srv,tls,tls.crt,tls.key,username", "size": "integer",
 				"scale": ".spec.size .status.replicas .status.selector",
 				"names": map[string]any{"kind": "XMemcached", "plural": "xmemcacheds", "shortNames": []any{"xmc"}},
 				"claimNames": map[string]any{"kind": "Memcached", "plural": "memcacheds", "shortNames": []any{"mc"},

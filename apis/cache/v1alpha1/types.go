@@ -119,14 +119,26 @@ type MemcachedSpec struct {
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
 }
 
-// Auth configures memcached's authentication (its text-protocol --auth-file, which every
-// client library can use: the client sends its username and password once per connection).
+// Auth configures how clients prove who they are to memcached. Client libraries speak
+// different ways (docs/clients.md), so the mode is a choice: the platform's default, which a
+// claim may override within the platform's policy.
 type Auth struct {
 	// Enabled turns authentication on. Turning it on for a running Memcached locks out
 	// every client without the credentials, so unset means the platform's default (the
 	// Input's defaults.auth.enabled). The platform's policy may refuse false.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+
+	// Mode is how clients authenticate: Password (memcached's text-protocol authentication,
+	// a username and password sent once per connection), ClientCertificate (mutual TLS: a
+	// client certificate the Memcached's own CA signs, with a server certificate the function
+	// issues unless tls.secretName names one) or SASL (SASL PLAIN over the binary protocol,
+	// which turns memcached's text protocol off). Unset means the platform's default (the
+	// Input's defaults.auth.mode, else Password). Changing it replaces the credentials, as a
+	// new rotation does.
+	// +kubebuilder:validation:Enum=Password;ClientCertificate;SASL
+	// +optional
+	Mode string `json:"mode,omitempty"`
 
 	// Rotation, when set to a new value (a date, a ticket number: letters, digits, '-', '_'
 	// and '.', at most 63 characters), replaces the credentials with new ones and restarts
@@ -135,6 +147,24 @@ type Auth struct {
 	// of reconciles.
 	// +optional
 	Rotation string `json:"rotation,omitempty"`
+}
+
+// The authentication modes of Auth.Mode.
+const (
+	AuthModePassword          = "Password"
+	AuthModeClientCertificate = "ClientCertificate"
+	AuthModeSASL              = "SASL"
+)
+
+// AuthModes are every Auth.Mode, in the order the docs list them.
+var AuthModes = []string{AuthModePassword, AuthModeClientCertificate, AuthModeSASL}
+
+// GetMode is a's mode, empty for a nil Auth.
+func (a *Auth) GetMode() string {
+	if a == nil {
+		return ""
+	}
+	return a.Mode
 }
 
 // GetRotation is a's rotation, empty for a nil Auth.

@@ -8,7 +8,8 @@ import (
 	"github.com/example/function-memcached/internal/lru"
 )
 
-// Expiries remember when each Instance's TLS certificate expires. Expiry is a moment, not a
+// Expiries remember when each Instance's TLS certificate expires, or a certificate the
+// provider issued for it (client certificates) is due for renewal. Expiry is a moment, not a
 // change any watch sees, so a settled Instance, which polls rarely, polls again when its
 // certificate expires (PollIntervalHook) and says so then rather than up to --settled-poll
 // later. They hold at most instanceMemoSize Instances: one evicted polls at the settled

@@ -16,6 +16,7 @@ import (
 
 	"github.com/example/function-memcached/apis/memcached/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
+	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
@@ -33,6 +34,10 @@ var tlsPath = field.NewPath("spec", "forProvider", "tls", "secretName")
 // auth Secret's keep serving, or, with none that may, a field error naming
 // spec.forProvider.auth holds what runs.
 func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.Memcached, o observed, watched client.Reader) (render.Memcached, field.ErrorList, error) {
+	// expiry is when the next poll must come: the TLS certificate's expiry, or the renewal of
+	// one the provider issued.
+	var expiry time.Time
+	defer func() { e.Expiries.Set(cr.GetUID(), expiry) }()
 	if m.TLS != nil {
 		secret := &corev1.Secret{}
 		found, err := get(ctx, watched, types.NamespacedName{Namespace: m.Namespace, Name: m.TLS.SecretName}, secret)
@@ -53,9 +58,7 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 			return render.Memcached{}, errs, nil
 		}
 		m.TLS = t
-		e.Expiries.Set(cr.GetUID(), resolve.TLSSecretExpiry(secret))
-	} else {
-		e.Expiries.Set(cr.GetUID(), time.Time{})
+		expiry = resolve.TLSSecretExpiry(secret)
 	}
 	if m.Auth != nil {
 		// Credentials are read only from the Instance's own auth Secret; salt-less ones (set
@@ -63,10 +66,12 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 		// namespace is its tenant's, whose bound of pending credentials it counts against.
 		var secret *credentials.Secret
 		if s := o.secret(roleAuthSecret); s != nil && ownershipOf(s, cr.GetUID()) == ours {
-			secret = &credentials.Secret{Data: s.Data, Rotation: s.GetAnnotations()[render.AnnotationRotation]}
+			secret = credentials.ObservedSecret(s.Data, s.GetAnnotations())
 		}
 		owner := credentials.Owner{Namespace: cr.GetNamespace(), UID: string(cr.GetUID())}
-		a, err := e.Credentials.Get(owner, m.Auth.Rotation, secret, nil)
+		want := credentials.Want{Mode: m.Auth.Mode, Rotation: m.Auth.Rotation, Now: e.now(),
+			Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
+		a, err := e.Credentials.Get(owner, want, secret, nil)
 		var w *credentials.Waiting
 		switch {
 		case errors.As(err, &w):
@@ -83,6 +88,15 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 			e.credentialsWait(cr, "")
 		}
 		m.Auth = &a
+		if render.ClientCertificates(m) {
+			if at := pki.RenewAt(a.Certificates); expiry.IsZero() || at.Before(expiry) {
+				expiry = at
+			}
+			if m.TLS == nil {
+				// No TLS Secret named: memcached serves the certificate the provider issued.
+				m.TLS = render.IssuedTLS(a.Certificates)
+			}
+		}
 	}
 	return m, nil, nil
 }

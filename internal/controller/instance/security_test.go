@@ -534,7 +534,7 @@ func TestCredentialsWaitInACrowdedNamespace(t *testing.T) {
 			var crowd []credentials.Owner
 			for i := range credentials.MaxPendingPerNamespace {
 				o := credentials.Owner{Namespace: tc.crowd, UID: "crowd-" + strconv.Itoa(i)}
-				if _, err := creds.Get(o, "r1", nil, nil); err != nil {
+				if _, err := creds.Get(o, credentials.Want{Rotation: "r1"}, nil, nil); err != nil {
 					t.Fatal(err)
 				}
 				crowd = append(crowd, o)

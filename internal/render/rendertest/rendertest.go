@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/render"
 )
 
@@ -29,8 +30,9 @@ func Base() render.Memcached {
 		MemoryLimitMB: 256, MaxConnections: 1024, Threads: 4,
 		CPURequest: ptr.To(resource.MustParse("250m")), CPULimit: ptr.To(resource.MustParse("1")),
 		HighAvailability: true, Metrics: true, ExporterImage: "prom/memcached-exporter:v0.15.4",
-		MaxItemSizeMB:  2,
-		Auth:           &render.Auth{Username: "memcached", Password: "secret-password", Rotation: "2026-12-01", Salt: "0123456789abcdef0123456789abcdef"},
+		MaxItemSizeMB: 2,
+		Auth: &render.Auth{Mode: "Password", Username: "memcached", Password: "secret-password", Rotation: "2026-12-01", Salt: "0123456789abcdef0123456789abcdef",
+			Certificates: pki.Certificates{CA: "-----BEGIN CERTIFICATE----- ca", CAKey: "-----BEGIN EC PRIVATE KEY----- ca"}},
 		AuthProxyImage: "registry.example.com/auth-proxy:1",
 		TLS: &render.TLS{SecretName: "sessions-tls", Certificate: "-----BEGIN CERTIFICATE----- leaf", PrivateKey: "-----BEGIN PRIVATE KEY-----",
 			Digest: "0123456789abcdef", CA: "-----BEGIN CERTIFICATE-----"},
@@ -64,16 +66,20 @@ var changes = map[string]func(m *render.Memcached){
 	"Metrics":          func(m *render.Memcached) { m.Metrics = false },
 	"ExporterImage":    func(m *render.Memcached) { m.ExporterImage = "prom/memcached-exporter:v0.15.3" },
 	"MaxItemSizeMB":    func(m *render.Memcached) { m.MaxItemSizeMB = 4 },
-	"Auth.Username":    func(m *render.Memcached) { m.Auth.Username = "other" },
-	"Auth.Password":    func(m *render.Memcached) { m.Auth.Password = "other-password" },
-	"Auth.Rotation":    func(m *render.Memcached) { m.Auth.Rotation = "2027-01-01" },
-	"Auth.Salt":        func(m *render.Memcached) { m.Auth.Salt = "fedcba9876543210fedcba9876543210" },
-	"AuthProxyImage":   func(m *render.Memcached) { m.AuthProxyImage = "registry.example.com/auth-proxy:2" },
-	"TLS.SecretName":   func(m *render.Memcached) { m.TLS.SecretName = "renewed-tls" },
-	"TLS.Certificate":  func(m *render.Memcached) { m.TLS.Certificate = "-----BEGIN CERTIFICATE----- renewed leaf" },
-	"TLS.PrivateKey":   func(m *render.Memcached) { m.TLS.PrivateKey = "-----BEGIN PRIVATE KEY----- renewed" },
-	"TLS.Digest":       func(m *render.Memcached) { m.TLS.Digest = "fedcba9876543210" },
-	"TLS.CA":           func(m *render.Memcached) { m.TLS.CA = "-----BEGIN CERTIFICATE----- renewed" },
+	"Auth.Mode":        func(m *render.Memcached) { m.Auth.Mode = "SASL" },
+	"Auth.Certificates": func(m *render.Memcached) {
+		m.Auth.Certificates.CA = "-----BEGIN CERTIFICATE----- renewed ca"
+	},
+	"Auth.Username":   func(m *render.Memcached) { m.Auth.Username = "other" },
+	"Auth.Password":   func(m *render.Memcached) { m.Auth.Password = "other-password" },
+	"Auth.Rotation":   func(m *render.Memcached) { m.Auth.Rotation = "2027-01-01" },
+	"Auth.Salt":       func(m *render.Memcached) { m.Auth.Salt = "fedcba9876543210fedcba9876543210" },
+	"AuthProxyImage":  func(m *render.Memcached) { m.AuthProxyImage = "registry.example.com/auth-proxy:2" },
+	"TLS.SecretName":  func(m *render.Memcached) { m.TLS.SecretName = "renewed-tls" },
+	"TLS.Certificate": func(m *render.Memcached) { m.TLS.Certificate = "-----BEGIN CERTIFICATE----- renewed leaf" },
+	"TLS.PrivateKey":  func(m *render.Memcached) { m.TLS.PrivateKey = "-----BEGIN PRIVATE KEY----- renewed" },
+	"TLS.Digest":      func(m *render.Memcached) { m.TLS.Digest = "fedcba9876543210" },
+	"TLS.CA":          func(m *render.Memcached) { m.TLS.CA = "-----BEGIN CERTIFICATE----- renewed" },
 	"NetworkPolicy.AllowedNamespaces": func(m *render.Memcached) {
 		m.NetworkPolicy.AllowedNamespaces.MatchLabels[corev1.LabelMetadataName] = "api"
 	},
