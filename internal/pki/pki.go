@@ -29,13 +29,16 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// Validity periods. Leaf certificates live 90 days, as public CAs issue them, and are renewed
-// after 60, leaving 30 days for every client to read its connection Secret again. The CA lives
-// five years and is renewed after three years and four months; its predecessor stays trusted
-// until it expires.
+// Validity periods. Client certificates live 90 days, as public CAs issue them, and are renewed
+// after 60, leaving 30 days for every client to read its connection Secret again; memcached
+// never loads them, so their renewal restarts nothing. memcached loads its server certificate
+// at start only, so a renewed one rolls the replicas, emptying each one's cache: it lives a
+// year and is renewed after eight months. The CA lives five years and is renewed after three
+// years and four months; its predecessor stays trusted until it expires.
 const (
-	CAValidity   = 5 * 365 * 24 * time.Hour
-	LeafValidity = 90 * 24 * time.Hour
+	CAValidity     = 5 * 365 * 24 * time.Hour
+	LeafValidity   = 90 * 24 * time.Hour
+	ServerValidity = 365 * 24 * time.Hour
 	// Backdate starts a certificate's validity a little before it is issued, so that a node
 	// whose clock is slightly behind accepts it at once.
 	Backdate = 5 * time.Minute
@@ -100,19 +103,19 @@ func renew(c Certificates, subject string, hosts []string, now time.Time) (Certi
 		c.CA, c.CAKey = string(encodeCertificates(kept...)), encodeKey(k)
 	}
 	var err error
-	if c.Client, c.ClientKey, err = leaf(c.Client, c.ClientKey, ca, caKey, subject+" client", nil, now); err != nil {
+	if c.Client, c.ClientKey, err = leaf(c.Client, c.ClientKey, ca, caKey, subject+" client", nil, now, LeafValidity); err != nil {
 		return Certificates{}, err
 	}
-	if c.Server, c.ServerKey, err = leaf(c.Server, c.ServerKey, ca, caKey, hosts[0], hosts, now); err != nil {
+	if c.Server, c.ServerKey, err = leaf(c.Server, c.ServerKey, ca, caKey, hosts[0], hosts, now, ServerValidity); err != nil {
 		return Certificates{}, err
 	}
 	return c, nil
 }
 
 // leaf returns the leaf certificate crt (with key) as it is while ca signed it and it is not
-// due, else a certificate for the same key (a new one when key is empty) signed by ca: for
-// clients when hosts is empty, else for a server reached as hosts.
-func leaf(crt, key string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, hosts []string, now time.Time) (string, string, error) {
+// due, else a certificate valid for validity for the same key (a new one when key is empty)
+// signed by ca: for clients when hosts is empty, else for a server reached as hosts.
+func leaf(crt, key string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, hosts []string, now time.Time, validity time.Duration) (string, string, error) {
 	k, _ := parseKey(key)
 	if k != nil {
 		if certs, err := parseCertificates([]byte(crt)); err == nil && len(certs) == 1 &&
@@ -126,7 +129,7 @@ func leaf(crt, key string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn str
 		}
 		key = encodeKey(k)
 	}
-	notAfter := now.Add(LeafValidity)
+	notAfter := now.Add(validity)
 	if ca.NotAfter.Before(notAfter) {
 		notAfter = ca.NotAfter
 	}

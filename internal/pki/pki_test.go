@@ -73,7 +73,7 @@ func TestRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	type want struct {
-		changed, sameCA, sameClientKey bool
+		changed, sameCA, sameClientKey, sameServer bool
 		cas                            int
 		oldClientAdmitted              bool
 	}
@@ -85,12 +85,17 @@ func TestRenew(t *testing.T) {
 		"NotDue": {
 			reason: "Before the leaves' renewal point nothing changes: no reconcile changes what clients hold.",
 			at:     t0.Add(59 * day),
-			want:   want{changed: false, sameCA: true, sameClientKey: true, cas: 1, oldClientAdmitted: true},
+			want:   want{changed: false, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true},
 		},
 		"LeavesDue": {
-			reason: "After 60 of 90 days the leaves are renewed with their keys, by the same CA: memcached's bundle does not change, and the old certificate is admitted until it expires.",
+			reason: "After 60 of 90 days the client certificate is renewed with its key, by the same CA: memcached's bundle does not change, the old certificate is admitted until it expires, and the server certificate, which a renewal would roll the replicas for, lasts a year.",
 			at:     t0.Add(61 * day),
-			want:   want{changed: true, sameCA: true, sameClientKey: true, cas: 1, oldClientAdmitted: true},
+			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true},
+		},
+		"ServerDue": {
+			reason: "After eight of twelve months the server certificate is renewed with its key too.",
+			at:     t0.Add(245 * day),
+			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: false, cas: 1, oldClientAdmitted: false},
 		},
 		"CADue": {
 			reason: "After two thirds of its life the CA is renewed, and its predecessor stays in the bundle, so that a client certificate it signed is admitted until that certificate expires.",
@@ -117,6 +122,7 @@ func TestRenew(t *testing.T) {
 				changed:           changed,
 				sameCA:            bundle[0].Equal(oldBundle[0]),
 				sameClientKey:     got.ClientKey == old.ClientKey && got.ServerKey == old.ServerKey,
+				sameServer:        got.Server == old.Server,
 				cas:               len(bundle),
 				oldClientAdmitted: verifies(t, got.CA, old.Client, x509.ExtKeyUsageClientAuth, tc.at, "") == nil,
 			}

@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"maps"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,6 +161,78 @@ func TestCredentialsOncePerRotation(t *testing.T) {
 		if d, err := once(t, c, credentials.NewStore(), now, rotated); err != nil || string(d["password"]) != string(r1["password"]) {
 			t.Errorf("The rotation replaced the credentials once: later reconciles read them back (err %v)", err)
 		}
+	}
+}
+
+// TestClientCertificates: with client certificates, the provider issues the same keys as the
+// function (a CA, a client certificate, a server certificate when no TLS Secret is named),
+// publishes them as the function does, serves the issued server certificate, reads them back
+// on later reconciles, renews them before expiry with their keys and without rolling the
+// pods, and replaces them once for a new mode.
+func TestClientCertificates(t *testing.T) {
+	c := targetCluster(interceptor.Funcs{})
+	creds := credentials.NewStore()
+	now := time.Now()
+	withMode := func(mode string) func(*v1alpha1.Instance) {
+		return func(i *v1alpha1.Instance) {
+			i.Spec.ForProvider.Auth = &cachev1alpha1.Auth{Enabled: ptr.To(true), Mode: mode}
+		}
+	}
+	cr := instance(withMode(cachev1alpha1.AuthModeClientCertificate))
+	first, err := once(t, c, creds, now, cr)
+	if err != nil {
+		t.Fatalf("the first reconcile: %v", err)
+	}
+	if got, want := slices.Sorted(maps.Keys(first)), []string{"ca.crt", "endpoint", "host", "port", "srv", "tls", "tls.crt", "tls.key"}; !cmp.Equal(got, want) {
+		t.Errorf("The Instance publishes what a client presents and verifies with: keys %v, want %v", got, want)
+	}
+	s := secretAt(t, c, "sessions-auth")
+	if s == nil || s.Annotations[render.AnnotationAuthMode] != cachev1alpha1.AuthModeClientCertificate || string(s.Data["tls.key"]) != string(first["tls.key"]) {
+		t.Fatalf("The auth Secret holds the issued keys and records the mode: %v", s)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(first["ca.crt"])
+	copied := secretAt(t, c, "sessions-tls-active")
+	if copied == nil {
+		t.Fatal("Without a TLS Secret named, the pods serve the issued server certificate from the provider's copy")
+	}
+	block, _ := pem.Decode(copied.Data["tls.crt"])
+	server, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Verify(x509.VerifyOptions{Roots: roots, DNSName: string(first["host"])}); err != nil {
+		t.Errorf("A client verifying memcached with the published ca.crt and host refuses the issued server certificate: %v", err)
+	}
+	d := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), key, d); err != nil {
+		t.Fatal(err)
+	}
+	digest, certificate := d.Spec.Template.Annotations[render.AnnotationCredentials], d.Spec.Template.Annotations[render.AnnotationCertificate]
+
+	again, err := once(t, c, credentials.NewStore(), now.Add(time.Hour), cr)
+	if err != nil || !cmp.Equal(again, first) {
+		t.Errorf("A later reconcile by another process reads the certificates back, publishing the same (err %v)", err)
+	}
+
+	// 61 of 90 days later the client certificate is renewed with its key; the CA bundle, which
+	// is what memcached loads, is the same, so the pods do not roll for it.
+	renewed, err := once(t, c, creds, now.Add(61*24*time.Hour), cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(renewed["tls.crt"]) == string(first["tls.crt"]) || string(renewed["tls.key"]) != string(first["tls.key"]) || string(renewed["ca.crt"]) != string(first["ca.crt"]) {
+		t.Error("A due client certificate is renewed for the same key, by the same CA")
+	}
+	if err := c.Get(context.Background(), key, d); err != nil || d.Spec.Template.Annotations[render.AnnotationCredentials] != digest ||
+		d.Spec.Template.Annotations[render.AnnotationCertificate] != certificate {
+		t.Errorf("A renewed client certificate rolls no pod, and the server certificate is not due yet (err %v)", err)
+	}
+
+	// A new mode replaces them once.
+	password, err := once(t, c, creds, now.Add(62*24*time.Hour), instance(withMode(cachev1alpha1.AuthModePassword)))
+	if err != nil || len(password["password"]) != 32 || len(password["tls.key"]) != 0 {
+		t.Errorf("A change to the password publishes a password and no client key (err %v): %v", err, keys(password))
 	}
 }
 
