@@ -282,6 +282,24 @@ func TestNewSettingsSecurity(t *testing.T) {
 			in:     &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Enabled: ptr.To(false)}}, Policy: v1beta1.Policy{RequireAuth: true}},
 			want:   "invalid function Input: defaults.auth.enabled: Invalid value: false: must be true (policy.requireAuth)",
 		},
+		"AuthModeDefaultAgainstPolicy": {
+			reason: "A default mode the platform's own policy forbids would refuse every claim that names none: the platform hears so.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Mode: v1alpha1.AuthModePassword}},
+				Policy: v1beta1.Policy{AllowedAuthModes: []string{v1alpha1.AuthModeClientCertificate}}},
+			want: `invalid function Input: defaults.auth.mode: Invalid value: "Password": must be one of ClientCertificate (policy.allowedAuthModes)`,
+		},
+		"AuthModeBuiltInDefaultAgainstPolicy": {
+			reason: "A policy that forbids the built-in default mode (Password) needs a default of its own.",
+			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedAuthModes: []string{v1alpha1.AuthModeSASL}}},
+			want:   `invalid function Input: defaults.auth.mode: Invalid value: "Password": must be one of SASL (policy.allowedAuthModes)`,
+		},
+		"AuthModesUnknown": {
+			reason: "A mode the API does not have is refused where the platform wrote it, listing the modes.",
+			in: &v1beta1.Input{Defaults: v1beta1.Defaults{Auth: v1beta1.AuthDefaults{Mode: "Kerberos"}},
+				Policy: v1beta1.Policy{AllowedAuthModes: []string{"LDAP"}}},
+			want: `invalid function Input: [policy.allowedAuthModes[0]: Unsupported value: "LDAP": supported values: "Password", "ClientCertificate", "SASL", ` +
+				`defaults.auth.mode: Unsupported value: "Kerberos": supported values: "Password", "ClientCertificate", "SASL"]`,
+		},
 		"NetworkPolicyDefaultAgainstPolicy": {
 			reason: "The same for the NetworkPolicy.",
 			in: &v1beta1.Input{Defaults: v1beta1.Defaults{NetworkPolicy: v1beta1.NetworkPolicyDefaults{Enabled: ptr.To(false)}},
