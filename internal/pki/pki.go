@@ -7,8 +7,10 @@
 // Certificates expire, so each is renewed once less than a third of its validity is left
 // (Renew), keeping its key: a renewal changes no key and refuses no client. A renewed CA keeps
 // its predecessor in the bundle memcached trusts until the predecessor expires, so that a client
-// still holding a certificate the old CA signed is admitted until that certificate expires.
-// Only a new rotation (New) changes keys and drops every earlier CA.
+// still holding a certificate the old CA signed is admitted until that certificate expires; and
+// the server certificate the new CA signs is served with the new CA cross-signed by its
+// predecessor, so that a client still verifying with the old bundle accepts it. Only a new
+// rotation (New) changes keys and drops every earlier CA.
 //
 // Everything is a pure function of its inputs and the time: keys and serial numbers come from
 // crypto/rand (which testing/cryptotest can fix for tests).
@@ -55,7 +57,9 @@ type Certificates struct {
 	CAKey string
 	// Client and ClientKey are what applications (and the exporter) present.
 	Client, ClientKey string
-	// Server and ServerKey are what memcached serves when the claim names no TLS Secret.
+	// Server and ServerKey are what memcached serves when the claim names no TLS Secret:
+	// Server is its certificate's chain, the current CA cross-signed by a predecessor after it
+	// for a while after a CA's renewal.
 	Server, ServerKey string
 }
 
@@ -77,7 +81,7 @@ func Renew(c Certificates, subject string, hosts []string, now time.Time) (Certi
 func renew(c Certificates, subject string, hosts []string, now time.Time) (Certificates, error) {
 	bundle, _ := parseCertificates([]byte(c.CA))
 	caKey, _ := parseKey(c.CAKey)
-	var ca *x509.Certificate
+	var ca, cross *x509.Certificate
 	if len(bundle) > 0 {
 		ca = bundle[0]
 	}
@@ -86,12 +90,25 @@ func renew(c Certificates, subject string, hosts []string, now time.Time) (Certi
 		if err != nil {
 			return Certificates{}, errors.Wrap(err, "cannot generate the CA's key")
 		}
-		tmpl := template(subject+" client CA", now, now.Add(CAValidity))
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.MaxPathLenZero = true, true, true
-		tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+		// Each CA's name is its own (its time of issue), so that a chain through a
+		// predecessor of the same Memcached is never ambiguous.
+		tmpl := caTemplate(subject+" client CA "+now.UTC().Format("2006-01-02T15:04"), now, now.Add(CAValidity))
+		// One CA may follow it in a chain: its successor, cross-signed by it.
+		tmpl.MaxPathLen, tmpl.MaxPathLenZero = 1, false
 		newCA, err := sign(tmpl, tmpl, &k.PublicKey, k)
 		if err != nil {
 			return Certificates{}, err
+		}
+		if ca != nil && caKey != nil && now.Before(ca.NotAfter) {
+			// The predecessor vouches for its successor until it expires: the new CA,
+			// signed by the old one, follows the server certificate in its chain.
+			xt := caTemplate(newCA.Subject.CommonName, now, ca.NotAfter)
+			xt.SubjectKeyId = newCA.SubjectKeyId
+			x, err := sign(xt, ca, &k.PublicKey, caKey)
+			if err != nil {
+				return Certificates{}, err
+			}
+			c.Server, cross = "", x // Reissued below by the new CA, with x after it.
 		}
 		kept := []*x509.Certificate{newCA}
 		for _, old := range bundle {
@@ -99,17 +116,52 @@ func renew(c Certificates, subject string, hosts []string, now time.Time) (Certi
 				kept = append(kept, old)
 			}
 		}
-		ca, caKey, bundle = newCA, k, kept
+		ca, caKey = newCA, k
 		c.CA, c.CAKey = string(encodeCertificates(kept...)), encodeKey(k)
 	}
 	var err error
 	if c.Client, c.ClientKey, err = leaf(c.Client, c.ClientKey, ca, caKey, subject+" client", nil, now, LeafValidity); err != nil {
 		return Certificates{}, err
 	}
-	if c.Server, c.ServerKey, err = leaf(c.Server, c.ServerKey, ca, caKey, hosts[0], hosts, now, ServerValidity); err != nil {
+	if c.Server, c.ServerKey, err = serverChain(c, cross, ca, caKey, hosts, now); err != nil {
 		return Certificates{}, err
 	}
 	return c, nil
+}
+
+// serverChain is c's server certificate and key, renewed as leaf renews it, followed by the
+// certificates that let a client verifying with an earlier bundle accept it: the current CA
+// cross-signed by a predecessor (newly, cross; or as the chain held it before), while that one
+// is valid.
+func serverChain(c Certificates, cross, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hosts []string, now time.Time) (string, string, error) {
+	held, _ := parseCertificates([]byte(c.Server))
+	var intermediates []*x509.Certificate
+	if cross != nil {
+		intermediates = append(intermediates, cross)
+	}
+	for i, x := range held {
+		if i > 0 && now.Before(x.NotAfter) && x.IsCA && bytes.Equal(x.RawSubjectPublicKeyInfo, ca.RawSubjectPublicKeyInfo) {
+			intermediates = append(intermediates, x)
+		}
+	}
+	leafPEM := ""
+	if len(held) > 0 {
+		leafPEM = string(encodeCertificates(held[0]))
+	}
+	crt, key, err := leaf(leafPEM, c.ServerKey, ca, caKey, hosts[0], hosts, now, ServerValidity)
+	if err != nil {
+		return "", "", err
+	}
+	return crt + string(encodeCertificates(intermediates...)), key, nil
+}
+
+// caTemplate is a CA certificate for cn valid from now (backdated) until notAfter, which signs
+// leaves only (path length 0).
+func caTemplate(cn string, now, notAfter time.Time) *x509.Certificate {
+	tmpl := template(cn, now, notAfter)
+	tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.MaxPathLenZero = true, true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	return tmpl
 }
 
 // leaf returns the leaf certificate crt (with key) as it is while ca signed it and it is not
@@ -159,10 +211,10 @@ func Valid(c Certificates) bool {
 	if err != nil || !samePublicKey(bundle[0], caKey) {
 		return false
 	}
-	for _, p := range [][2]string{{c.Client, c.ClientKey}, {c.Server, c.ServerKey}} {
+	for i, p := range [][2]string{{c.Client, c.ClientKey}, {c.Server, c.ServerKey}} {
 		certs, err := parseCertificates([]byte(p[0]))
 		k, kerr := parseKey(p[1])
-		if err != nil || kerr != nil || len(certs) != 1 || !samePublicKey(certs[0], k) {
+		if err != nil || kerr != nil || len(certs) == 0 || len(certs) > 1+i*(MaxCAs-1) || !samePublicKey(certs[0], k) {
 			return false
 		}
 	}

@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"testing"
 	"time"
 
@@ -24,12 +23,16 @@ func verifies(t *testing.T, bundle, crt string, usage x509.ExtKeyUsage, now time
 	if !roots.AppendCertsFromPEM([]byte(bundle)) {
 		t.Fatal("the CA bundle holds no certificate")
 	}
-	block, _ := pem.Decode([]byte(crt))
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
+	chain, err := parseCertificates([]byte(crt))
+	if err != nil || len(chain) == 0 {
+		t.Fatalf("no certificate in %q: %v", crt, err)
 	}
-	_, err = c.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}, DNSName: dns})
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] { // What the server sends after its certificate.
+		intermediates.AddCert(c)
+	}
+	_, err = chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, CurrentTime: now,
+		KeyUsages: []x509.ExtKeyUsage{usage}, DNSName: dns})
 	return err
 }
 
@@ -74,8 +77,8 @@ func TestRenew(t *testing.T) {
 	}
 	type want struct {
 		changed, sameCA, sameClientKey, sameServer bool
-		cas                            int
-		oldClientAdmitted              bool
+		cas                                        int
+		oldClientAdmitted, oldBundleVerifiesServer bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -85,22 +88,22 @@ func TestRenew(t *testing.T) {
 		"NotDue": {
 			reason: "Before the leaves' renewal point nothing changes: no reconcile changes what clients hold.",
 			at:     t0.Add(59 * day),
-			want:   want{changed: false, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true},
+			want:   want{changed: false, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true, oldBundleVerifiesServer: true},
 		},
 		"LeavesDue": {
 			reason: "After 60 of 90 days the client certificate is renewed with its key, by the same CA: memcached's bundle does not change, the old certificate is admitted until it expires, and the server certificate, which a renewal would roll the replicas for, lasts a year.",
 			at:     t0.Add(61 * day),
-			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true},
+			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: true, cas: 1, oldClientAdmitted: true, oldBundleVerifiesServer: true},
 		},
 		"ServerDue": {
 			reason: "After eight of twelve months the server certificate is renewed with its key too.",
 			at:     t0.Add(245 * day),
-			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: false, cas: 1, oldClientAdmitted: false},
+			want:   want{changed: true, sameCA: true, sameClientKey: true, sameServer: false, cas: 1, oldClientAdmitted: false, oldBundleVerifiesServer: true},
 		},
 		"CADue": {
-			reason: "After two thirds of its life the CA is renewed, and its predecessor stays in the bundle, so that a client certificate it signed is admitted until that certificate expires.",
+			reason: "After two thirds of its life the CA is renewed, and its predecessor stays in the bundle, so that a client certificate it signed is admitted until that certificate expires; the server certificate the new CA signs comes with the new CA cross-signed by the old, so that a client verifying with the old bundle accepts it.",
 			at:     t0.Add(CAValidity * 2 / 3).Add(day),
-			want:   want{changed: true, sameCA: false, sameClientKey: true, cas: 2, oldClientAdmitted: true},
+			want:   want{changed: true, sameCA: false, sameClientKey: true, cas: 2, oldClientAdmitted: true, oldBundleVerifiesServer: true},
 		},
 	}
 	for name, tc := range cases {
@@ -119,12 +122,13 @@ func TestRenew(t *testing.T) {
 			bundle, _ := parseCertificates([]byte(got.CA))
 			oldBundle, _ := parseCertificates([]byte(old.CA))
 			g := want{
-				changed:           changed,
-				sameCA:            bundle[0].Equal(oldBundle[0]),
-				sameClientKey:     got.ClientKey == old.ClientKey && got.ServerKey == old.ServerKey,
-				sameServer:        got.Server == old.Server,
-				cas:               len(bundle),
-				oldClientAdmitted: verifies(t, got.CA, old.Client, x509.ExtKeyUsageClientAuth, tc.at, "") == nil,
+				changed:                 changed,
+				sameCA:                  bundle[0].Equal(oldBundle[0]),
+				sameClientKey:           got.ClientKey == old.ClientKey && got.ServerKey == old.ServerKey,
+				sameServer:              got.Server == old.Server,
+				cas:                     len(bundle),
+				oldClientAdmitted:       verifies(t, got.CA, old.Client, x509.ExtKeyUsageClientAuth, tc.at, "") == nil,
+				oldBundleVerifiesServer: verifies(t, old.CA, got.Server, x509.ExtKeyUsageServerAuth, tc.at, hosts[0]) == nil,
 			}
 			if diff := cmp.Diff(tc.want, g, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("%s\nRenew(...): -want, +got:\n%s", tc.reason, diff)

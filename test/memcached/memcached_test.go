@@ -2,9 +2,10 @@
 // installs) with exactly the arguments the renderer gives the memcached container and the
 // Secret files the pod mounts, laid out as the kubelet lays them out (group 11211, mode
 // 0440, memcached running as 11211), and talks to it as clients do: authentication with
-// the right, wrong and missing credentials, TLS verified against the CA a cert-manager
+// the right, wrong and missing credentials in each mode (a password, SASL, a client
+// certificate, before and after its renewal), TLS verified against the CA a cert-manager
 // Secret carries, plaintext against a TLS-only memcached, large items, and the exporter's
-// path through the auth proxy. Only two things are mapped: the mount directories (into a
+// path through the auth proxy or, with client certificates, to memcached itself. Only two things are mapped: the mount directories (into a
 // temporary directory) and the ports (free ones), since tests run beside each other.
 package memcached_test
 
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,11 +82,23 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 		if mode := ptr.Deref(v.Secret.DefaultMode, 0o644); mode != 0o440 {
 			t.Fatalf("volume %s has mode %o; this test lays files out as 0440", v.Name, mode)
 		}
-		for k, data := range s.Data {
+		// With items, the kubelet projects the listed keys only.
+		files := s.Data
+		if len(v.Secret.Items) > 0 {
+			files = map[string][]byte{}
+			for _, it := range v.Secret.Items {
+				data, ok := s.Data[it.Key]
+				if !ok {
+					t.Fatalf("volume %s projects key %q, which Secret %s lacks: the pod would not start", v.Name, it.Key, s.Name)
+				}
+				files[it.Path] = data
+			}
+		}
+		for k, data := range files {
 			memcachedtest.WriteFile(t, filepath.Join(p.dir, v.Name, k), data)
 		}
 	}
-	p.args = func(c corev1.Container) []string {
+	translate := func(c corev1.Container) func(string) string {
 		mounts := map[string]string{}
 		for _, vm := range c.VolumeMounts {
 			if !vm.ReadOnly {
@@ -97,12 +111,18 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 			"127.0.0.1:"+strconv.Itoa(render.LoopbackPort), p.loopback,
 			"127.0.0.1:"+strconv.Itoa(render.Port), p.public,
 		)
-		var out []string
-		for _, a := range c.Args {
+		return func(a string) string {
 			for from, to := range mounts {
 				a = strings.ReplaceAll(a, from, to)
 			}
-			out = append(out, r.Replace(a))
+			return r.Replace(a)
+		}
+	}
+	p.args = func(c corev1.Container) []string {
+		tr := translate(c)
+		var out []string
+		for _, a := range c.Args {
+			out = append(out, tr(a))
 		}
 		return out
 	}
@@ -110,11 +130,20 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 	if mc.Name != render.ContainerName || len(mc.Command) != 1 || mc.Command[0] != "memcached" {
 		t.Fatalf("first container is %s running %v, want memcached", mc.Name, mc.Command)
 	}
+	// memcachedtest.Start runs memcached in the test's environment: the rendered one, with
+	// its paths translated as the arguments' are.
+	for _, e := range mc.Env {
+		if e.ValueFrom != nil {
+			t.Fatalf("memcached's environment variable %s comes from %v, which this test cannot lay out", e.Name, e.ValueFrom)
+		}
+		t.Setenv(e.Name, translate(mc)(e.Value))
+	}
+	args := p.args(mc)
 	wait := []string{p.public}
-	if m.TLS != nil {
+	if slices.Contains(args, "--listen=notls:"+p.loopback) {
 		wait = append(wait, p.loopback)
 	}
-	memcachedtest.Start(t, p.args(mc), wait...)
+	memcachedtest.Start(t, args, wait...)
 	return p
 }
 
@@ -163,6 +192,15 @@ func credentials(t testing.TB) *render.Auth {
 	return &a
 }
 
+// wrongPassword is password with its last character changed: always another password.
+func wrongPassword(password string) string {
+	last := "x"
+	if strings.HasSuffix(password, last) {
+		last = "y"
+	}
+	return password[:len(password)-1] + last
+}
+
 // expectRefusedUnauthenticated checks what a client without credentials sees.
 func expectRefusedUnauthenticated(t *testing.T, c *memcachedtest.Conn) {
 	t.Helper()
@@ -189,7 +227,7 @@ func TestAuth(t *testing.T) {
 
 	expectRefusedUnauthenticated(t, p.dial(t, p.public))
 	for name, creds := range map[string][2]string{
-		"WrongPassword": {m.Auth.Username, m.Auth.Password[:31] + "x"},
+		"WrongPassword": {m.Auth.Username, wrongPassword(m.Auth.Password)},
 		"WrongUser":     {"admin", m.Auth.Password},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -312,6 +350,26 @@ func TestExporterThroughAuthProxy(t *testing.T) {
 			exporter = c
 		}
 	}
+	addr, c := p.startAuthProxy(t, proxy)
+	if want := "--memcached.address=127.0.0.1:" + strconv.Itoa(render.AuthProxyPort); exporter.Args[0] != want {
+		t.Fatalf("the exporter scrapes %s, want the auth proxy (%s)", exporter.Args[0], want)
+	}
+	stats, err := memcachedtest.NewConn(c).Stats("")
+	_ = c.Close()
+	if err != nil || stats["pid"] == "" {
+		t.Fatalf("stats through the auth proxy, as the exporter asks: %v, %v", stats, err)
+	}
+	scrapeExporter(t, exporter, addr, "1")
+	// Pointed at memcached itself, the exporter cannot authenticate: that is why the proxy is
+	// there.
+	scrapeExporter(t, exporter, p.loopback, "0")
+}
+
+// startAuthProxy builds cmd/memcached-auth-proxy and runs it until the test ends with the
+// rendered container proxy's arguments (mounts and ports translated, listening on a free
+// port): its address, and a first connection to it.
+func (p *pod) startAuthProxy(t *testing.T, proxy corev1.Container) (string, net.Conn) {
+	t.Helper()
 	proxyPort := memcachedtest.FreePort(t)
 	args := p.args(proxy)
 	for i, a := range args {
@@ -335,9 +393,6 @@ func TestExporterThroughAuthProxy(t *testing.T) {
 		}
 	})
 	addr := "127.0.0.1:" + strconv.Itoa(proxyPort)
-	if want := "--memcached.address=127.0.0.1:" + strconv.Itoa(render.AuthProxyPort); exporter.Args[0] != want {
-		t.Fatalf("the exporter scrapes %s, want the auth proxy (%s)", exporter.Args[0], want)
-	}
 	var c net.Conn
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -348,15 +403,7 @@ func TestExporterThroughAuthProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the auth proxy does not listen on %s: %v", addr, err)
 	}
-	stats, err := memcachedtest.NewConn(c).Stats("")
-	_ = c.Close()
-	if err != nil || stats["pid"] == "" {
-		t.Fatalf("stats through the auth proxy, as the exporter asks: %v, %v", stats, err)
-	}
-	scrapeExporter(t, exporter, addr, "1")
-	// Pointed at memcached itself, the exporter cannot authenticate: that is why the proxy is
-	// there.
-	scrapeExporter(t, exporter, p.loopback, "0")
+	return addr, c
 }
 
 // scrapeExporter runs the memcached exporter that the e2e suite's node lane builds (bin/
