@@ -34,7 +34,7 @@ const day = 24 * time.Hour
 // issue returns the credentials of mode the function and the provider give m, generated for
 // rotation at now (package credentials, asked as fn asks it): new ones, or, with observed (the
 // Memcached whose auth Secret is observed), those it holds, renewed if due at now.
-func issue(t *testing.T, m render.Memcached, mode, rotation string, now time.Time, observed *render.Memcached) *render.Auth {
+func issue(t testing.TB, m render.Memcached, mode, rotation string, now time.Time, observed *render.Memcached) *render.Auth {
 	t.Helper()
 	var secret *creds.Secret
 	if observed != nil {
@@ -66,7 +66,7 @@ func withCertificates(m render.Memcached, a *render.Auth, tenant *render.TLS) re
 // clientTLS is what an application builds from its connection Secret cd in the
 // ClientCertificate mode: it trusts ca.crt (roots instead, when not nil), presents tls.crt
 // with tls.key, and expects memcached's certificate to name host.
-func clientTLS(t *testing.T, cd map[string][]byte, roots []byte) *tls.Config {
+func clientTLS(t testing.TB, cd map[string][]byte, roots []byte) *tls.Config {
 	t.Helper()
 	if roots == nil {
 		roots = cd[render.ConnectionCA]
