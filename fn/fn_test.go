@@ -3,6 +3,7 @@ package fn
 import (
 	"context"
 	"flag"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -305,6 +306,12 @@ func TestRunFunction(t *testing.T) {
 		"auth-sasl-create": {
 			reason: "A claim choosing SASL over the platform's default mode runs memcached with SASL and its password file, the username with its realm, and the exporter through the auth proxy speaking SASL; the connection details carry the username and password.",
 		},
+		"auth-client-certificate-steady": {
+			reason: "Certificates the function issued, observed in the auth Secret and served, are read back as they are: nothing is issued again, nothing rolls, and the response asks to be called again no later than the client certificate's renewal.",
+		},
+		"auth-client-certificate-renewal": {
+			reason: "Certificates issued 61 days ago: the client certificate, past two thirds of its 90 days, is renewed for the same key by the same CA, and the connection details carry it; the server certificate (a year) and the CA stay, so the pod template does not change and nothing rolls.",
+		},
 		"auth-mode-change": {
 			reason: "A running claim changing from the password to client certificates gets new credentials once (certificates instead of the password) and its pods roll once for them; its connection Secret gains tls.crt, tls.key and ca.crt and gives the username and password it no longer has empty, since a claim's Secret only ever gains keys.",
 		},
@@ -313,9 +320,9 @@ func TestRunFunction(t *testing.T) {
 		},
 	}
 	f := New(logging.NewNopLogger())
-	// Tests generate the same credentials every time, certificates and their keys too,
+	// Tests generate the same credentials every time (certificates and their keys too, each
+	// case from its own fixedRandom),
 	f.credentials.Random = func() io.Reader { return strings.NewReader(strings.Repeat("a fixed source of test bytes, ", 8)) }
-	cryptotest.SetGlobalRandom(t, 1)
 	// and judge TLS certificates at one time, which the fixtures' certificates are made for.
 	f.now = func() time.Time { return fixtureTime }
 	dirs, err := os.ReadDir("testdata")
@@ -337,6 +344,7 @@ func TestRunFunction(t *testing.T) {
 		seen[name] = true
 		tc, ok := cases[name]
 		t.Run(name, func(t *testing.T) {
+			fixedRandom(t, name)
 			switch {
 			case !d.IsDir():
 				t.Fatalf("testdata/%s: testdata holds one directory per case and nothing else", name)
@@ -365,6 +373,15 @@ func TestRunFunction(t *testing.T) {
 // fixtureTime is when TestRunFunction runs: the fixtures' certificates are valid then (and,
 // but for those made to be invalid, until 2126).
 var fixtureTime = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+
+// fixedRandom makes crypto/rand, which certificates and their keys come from, repeat the
+// same bytes for the case name for the rest of t: each case's certificates are the same
+// whatever the other cases generated before it.
+func fixedRandom(t *testing.T, name string) {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	cryptotest.SetGlobalRandom(t, h.Sum64())
+}
 
 // fixtures are the request fixtures, testdata/<case>/request.yaml. A test that runs every
 // fixture fails rather than passes when there is none.

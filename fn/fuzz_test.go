@@ -175,19 +175,33 @@ func credentialsKept(orig *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionRespons
 		return secretData(r, render.ConnectionUsername, render.ConnectionPassword)
 	}
 	observed := data(o.GetResource())
-	password := string(observed[render.ConnectionPassword])
-	traced := len(password) >= minTracedPassword
+	// The secrets a message must never carry: the password, and the private keys of the
+	// client certificates' mode, whose PEM bodies are traced by a line of each.
+	var secrets []string
+	if password := string(observed[render.ConnectionPassword]); len(password) >= minTracedPassword {
+		secrets = append(secrets, password, base64.StdEncoding.EncodeToString([]byte(password)))
+	}
+	for _, v := range secretData(o.GetResource(), render.CAKey, corev1.TLSPrivateKeyKey, render.ServerKeyKey) {
+		if lines := strings.Split(string(v), "\n"); len(lines) > 2 && len(lines[1]) >= minTracedPassword {
+			secrets = append(secrets, lines[1])
+		}
+	}
 	leaks := func(text string) bool {
-		return traced && (strings.Contains(text, password) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(password))))
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				return true
+			}
+		}
+		return false
 	}
 	for _, c := range rsp.GetConditions() {
 		if leaks(c.GetMessage()) {
-			return errors.Errorf("condition %s/%s carries the password: %q", c.GetType(), c.GetReason(), c.GetMessage())
+			return errors.Errorf("condition %s/%s carries a credential: %q", c.GetType(), c.GetReason(), c.GetMessage())
 		}
 	}
 	for _, r := range rsp.GetResults() {
 		if leaks(r.GetMessage()) {
-			return errors.Errorf("result %s carries the password: %q", r.GetSeverity(), r.GetMessage())
+			return errors.Errorf("result %s carries a credential: %q", r.GetSeverity(), r.GetMessage())
 		}
 	}
 
