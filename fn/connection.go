@@ -57,22 +57,28 @@ var (
 // A legacy claim's connection Secret only ever gains keys (Crossplane merges the XR's details
 // into the XR's Secret and copies that to the claim's), so a key the claim holds and must lose
 // is given empty; a namespaced XR's composed Secret just omits it.
-func remoteConnection(o *observation, r *rendered, ik string, namespaced bool) map[string][]byte {
+//
+// Of what the Instance published, only the keys m's authentication mode and TLS have: a
+// provider before this version publishes with a merge patch that never removes a key, so its
+// Secret keeps the client key after a change to the password, or the password after auth is
+// turned off.
+func remoteConnection(o *observation, r *rendered, ik string, namespaced bool, m render.Memcached) map[string][]byte {
 	published := o.resources[ik].GetConnectionDetails()
 	held := o.heldConnection(namespaced)
+	keys := publishedKeys(m)
 	out := make(map[string][]byte, len(connectionKeys))
 	for _, k := range addressKeys {
 		out[k] = r.connection[k]
 	}
 	switch {
-	case anyOf(published, connectionKeys):
-		for _, k := range connectionKeys {
+	case anyOf(published, keys):
+		for _, k := range keys {
 			if v := published[k]; len(v) > 0 {
 				out[k] = v
 			}
 		}
 	case !moving(o, r):
-		for _, k := range connectionKeys {
+		for _, k := range keys {
 			if v := held[k]; len(v) > 0 && !slices.Contains(addressKeys, k) {
 				out[k] = v
 			}
@@ -86,6 +92,19 @@ func remoteConnection(o *observation, r *rendered, ik string, namespaced bool) m
 		}
 	}
 	return out
+}
+
+// publishedKeys are the connection keys of a Memcached like m: its address, its authentication
+// mode's credentials and, with TLS (which client certificates always have), TLS's.
+func publishedKeys(m render.Memcached) []string {
+	var shape render.Memcached
+	if m.Auth != nil {
+		shape.Auth = &render.Auth{Mode: m.Auth.Mode}
+	}
+	if m.TLS != nil || render.ClientCertificates(m) {
+		shape.TLS = &render.TLS{CA: "-"}
+	}
+	return slices.Sorted(maps.Keys(render.ConnectionDetails(shape)))
 }
 
 // heldConnection is what the claim's connection details hold now: a legacy claim's, which

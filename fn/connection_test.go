@@ -94,7 +94,7 @@ func TestRemoteConnection(t *testing.T) {
 				r.objects[KeyConnectionSecret] = &structpb.Struct{}
 				defer delete(r.objects, KeyConnectionSecret)
 			}
-			got := remoteConnection(o, r, KeyInstance, tc.args.namespaced)
+			got := remoteConnection(o, r, KeyInstance, tc.args.namespaced, render.Memcached{Auth: &render.Auth{}, TLS: &render.TLS{}})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nremoteConnection(...): -want, +got:\n%s", tc.reason, diff)
 			}

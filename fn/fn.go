@@ -150,6 +150,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	switch {
 	case len(d.errs) > 0:
 		v = hold(rsp, &o, &d)
+		f.renewHeldClientCertificate(rsp, &o, &d, &v)
 	case d.credentialsWait != "" && d.m.Auth == nil:
 		v = holdForCredentials(rsp, &o, &d)
 	default:
@@ -420,7 +421,7 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 	}
 	if d.placement != nil {
 		// The connection details are the Instance's, not the rendering's: this call's alone.
-		v.r.connection = remoteConnection(o, r, ik, d.t.namespaced)
+		v.r.connection = remoteConnection(o, r, ik, d.t.namespaced, d.m)
 		if d.t.namespaced {
 			s, err := connectionSecret(d.m, v.r.connection)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	"github.com/example/function-memcached/internal/credentials"
+	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/readiness"
 	"github.com/example/function-memcached/internal/render"
 )
@@ -49,9 +50,11 @@ func credentialsOf(store *credentials.Store, owner credentials.Owner, want crede
 	var w *credentials.Waiting
 	switch {
 	case errors.As(err, &w):
-		if held, ok := credentials.Held(secret, unsalted); ok {
+		if held, ok := credentials.Held(secret, unsalted); ok && credentials.SameMode(held.Mode, want.Mode) {
 			return &held, w, nil
 		}
+		// None, or another mode's, which the rest of the spec was not resolved for (the auth
+		// proxy a password needs and client certificates do not): nothing new runs.
 		return nil, w, nil
 	case err != nil:
 		return nil, nil, err
@@ -144,4 +147,49 @@ func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 		keys = append(keys, k)
 	}
 	return &corev1.Secret{Type: corev1.SecretType(str(items[0], "type")), Data: secretData(items[0], keys...)}, true
+}
+
+// renewHeldClientCertificate renews the client certificate of a Memcached whose invalid spec
+// holds what runs, when it is due: held for longer than the 30 days a renewal leaves, its
+// clients would otherwise be refused once it expires, for a spec the platform may have made
+// invalid (a lowered policy). Only the auth Secret and the connection details change: memcached
+// never loads client certificates, so nothing that runs restarts. A CA or server certificate
+// that is due stays as it runs until the spec is valid again, since renewing either rolls the
+// replicas; so do new credentials that would wait.
+func (f *Function) renewHeldClientCertificate(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
+	s := o.resources[KeyAuthSecret].GetResource()
+	mode := str(s, "metadata", "annotations", render.AnnotationAuthMode)
+	if s == nil || mode != cachev1alpha1.AuthModeClientCertificate || d.t.namespace == "" {
+		return
+	}
+	secret := credentials.ObservedSecret(secretData(s, authSecretKeys...), map[string]string{
+		render.AnnotationRotation: str(s, "metadata", "annotations", render.AnnotationRotation),
+		render.AnnotationAuthMode: mode,
+	})
+	running, ok := credentials.Held(secret, func(render.Auth) bool { return true })
+	if !ok {
+		return
+	}
+	m := render.Memcached{Name: d.m.Name, Namespace: d.m.Namespace, Auth: &render.Auth{Mode: mode, Rotation: secret.Rotation}}
+	owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
+	a, err := f.credentials.Get(owner, credentialsWant(m, f.now()), secret, nil)
+	c, r := a.Certificates, running.Certificates
+	if err != nil || c.CA != r.CA || c.CAKey != r.CAKey || c.Server != r.Server {
+		return
+	}
+	d.renewAt = pki.RenewAt(pki.Certificates{Client: c.Client})
+	if c.Client == r.Client {
+		return
+	}
+	m.Auth = &a
+	u, err := render.ToApply(render.AuthSecret(m))
+	if err != nil {
+		return
+	}
+	st, err := structpb.NewStruct(u.Object)
+	if err != nil {
+		return
+	}
+	rsp.Desired.Resources[KeyAuthSecret].Resource = st
+	v.r.connection[corev1.TLSCertKey] = []byte(c.Client)
 }

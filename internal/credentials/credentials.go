@@ -139,6 +139,11 @@ type Want struct {
 	Hosts          []string
 }
 
+// SameMode reports whether modes a and b are the same, an empty one being Password.
+func SameMode(a, b string) bool {
+	return cmp.Or(a, cachev1alpha1.AuthModePassword) == cmp.Or(b, cachev1alpha1.AuthModePassword)
+}
+
 // mode is w's mode, Password when empty.
 func (w Want) mode() string {
 	return cmp.Or(w.Mode, cachev1alpha1.AuthModePassword)
@@ -207,6 +212,24 @@ func generate(w Want, random io.Reader) (render.Auth, error) {
 // entry, which waits while its namespace or the Store is full: the error is then a *Waiting
 // (ErrWaiting), and the owner keeps what it runs (Held) until a later call gets them.
 func (s *Store) Get(owner Owner, w Want, observed *Secret, unsalted func(render.Auth) bool) (render.Auth, error) {
+	mode, rotation := w.mode(), w.Rotation
+	// What the observed Secret holds, and its renewal, is worked out before the Store is
+	// locked: the Secret is the tenant's to write, and parsing it costs its own call, not every
+	// tenant's waiting on the lock.
+	var a, renewed render.Auth
+	var usable, changed bool
+	if observed != nil && observed.Rotation == rotation && cmp.Or(observed.Mode, cachev1alpha1.AuthModePassword) == mode {
+		if a, usable = read(mode, observed.Data); usable {
+			a.Rotation = rotation
+			renewed = a
+			if mode == cachev1alpha1.AuthModeClientCertificate {
+				var err error
+				if renewed.Certificates, changed, err = pki.Renew(a.Certificates, w.Subject, w.Hosts, w.Now); err != nil {
+					return render.Auth{}, err
+				}
+			}
+		}
+	}
 	var e *entry
 	if s != nil {
 		s.mu.Lock()
@@ -219,36 +242,23 @@ func (s *Store) Get(owner Owner, w Want, observed *Secret, unsalted func(render.
 			e.used = s.Now()
 		}
 	}
-	mode, rotation := w.mode(), w.Rotation
 	pending := e != nil && e.rotation == rotation && e.mode == mode
-	if observed != nil && observed.Rotation == rotation && cmp.Or(observed.Mode, cachev1alpha1.AuthModePassword) == mode {
-		if a, ok := read(mode, observed.Data); ok {
-			a.Rotation = rotation
-			renewed, changed, err := pki.Certificates{}, false, error(nil)
-			if mode == cachev1alpha1.AuthModeClientCertificate {
-				if renewed, changed, err = pki.Renew(a.Certificates, w.Subject, w.Hosts, w.Now); err != nil {
-					return render.Auth{}, err
-				}
-			}
-			switch {
-			case !changed && (a.Salt != "" || (unsalted != nil && unsalted(a))):
-				s.forget(owner.UID)
-				return a, nil
-			case pending && e.auth.Salt != "" && sameKeys(e.auth, a) && (!changed || pki.RenewAt(e.auth.Certificates).After(w.Now)):
-				return e.auth, nil // The salt, or the renewal, generated earlier.
-			}
-			return s.remember(owner, rotation, mode, func(random io.Reader) (render.Auth, error) {
-				if changed {
-					a.Certificates = renewed
-				}
-				if a.Salt != "" {
-					return a, nil
-				}
-				salt, err := resolve.NewSalt(random)
-				a.Salt = salt
-				return a, err
-			})
+	if usable {
+		switch {
+		case !changed && (a.Salt != "" || (unsalted != nil && unsalted(a))):
+			s.forget(owner.UID)
+			return a, nil
+		case pending && e.auth.Salt != "" && sameKeys(e.auth, a) && (!changed || pki.RenewAt(e.auth.Certificates).After(w.Now)):
+			return e.auth, nil // The salt, or the renewal, generated earlier.
 		}
+		return s.remember(owner, rotation, mode, func(random io.Reader) (render.Auth, error) {
+			if renewed.Salt != "" {
+				return renewed, nil
+			}
+			salt, err := resolve.NewSalt(random)
+			renewed.Salt = salt
+			return renewed, err
+		})
 	}
 	if pending {
 		return e.auth, nil

@@ -199,12 +199,25 @@ func leaf(crt, key string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn str
 	return string(encodeCertificates(c)), key, nil
 }
 
+// MaxPEM bounds each PEM value of Certificates that Valid parses: what pki issues takes a
+// few KiB at most (MaxCAs CAs in the bundle, a server chain of three). A larger one was
+// written by hand, perhaps to make the shared function and provider parse a megabyte on
+// every call, and is replaced whole without being parsed.
+const MaxPEM = 16 << 10
+
 // Valid reports whether c holds what Renew can keep: a CA bundle whose first certificate is a
-// CA with CAKey as its key, and client and server certificates with their keys. Whatever is
-// not (an auth Secret edited by hand) is replaced whole, as an unusable password is.
+// CA with CAKey as its key, and client and server certificates with their keys, each
+// certificate valid for a while (not after it expires) and no value larger than MaxPEM.
+// Whatever is not (an auth Secret edited by hand) is replaced whole, as an unusable password
+// is.
 func Valid(c Certificates) bool {
+	for _, v := range []string{c.CA, c.CAKey, c.Client, c.ClientKey, c.Server, c.ServerKey} {
+		if len(v) > MaxPEM {
+			return false
+		}
+	}
 	bundle, err := parseCertificates([]byte(c.CA))
-	if err != nil || len(bundle) == 0 || len(bundle) > MaxCAs || !bundle[0].IsCA {
+	if err != nil || len(bundle) == 0 || len(bundle) > MaxCAs || !bundle[0].IsCA || !bundle[0].NotBefore.Before(bundle[0].NotAfter) {
 		return false
 	}
 	caKey, err := parseKey(c.CAKey)
@@ -214,7 +227,8 @@ func Valid(c Certificates) bool {
 	for i, p := range [][2]string{{c.Client, c.ClientKey}, {c.Server, c.ServerKey}} {
 		certs, err := parseCertificates([]byte(p[0]))
 		k, kerr := parseKey(p[1])
-		if err != nil || kerr != nil || len(certs) == 0 || len(certs) > 1+i*(MaxCAs-1) || !samePublicKey(certs[0], k) {
+		if err != nil || kerr != nil || len(certs) == 0 || len(certs) > 1+i*(MaxCAs-1) || !samePublicKey(certs[0], k) ||
+			!certs[0].NotBefore.Before(certs[0].NotAfter) {
 			return false
 		}
 	}

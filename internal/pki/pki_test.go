@@ -185,6 +185,11 @@ func TestValid(t *testing.T) {
 		"ForeignClient": {reason: "A client key that is not its certificate's is no pair.", change: func(c *Certificates) { c.ClientKey = other.ClientKey }, want: false},
 		"LeafAsCA":      {reason: "A leaf in the CA's place is no CA.", change: func(c *Certificates) { c.CA, c.CAKey = c.Client, c.ClientKey }, want: false},
 		"Garbage":       {reason: "A hand-edited PEM is replaced.", change: func(c *Certificates) { c.Server = "-----BEGIN CERTIFICATE-----\nbm90\n-----END CERTIFICATE-----\n" }, want: false},
+		"Oversized": {reason: "A value larger than MaxPEM was written by hand, perhaps to make every call parse a megabyte: replaced unparsed.", change: func(c *Certificates) {
+			for len(c.CA) <= MaxPEM {
+				c.CA += c.CA
+			}
+		}, want: false},
 		"TooManyCAs": {reason: "A bundle longer than MaxCAs is not one Renew made.", change: func(c *Certificates) {
 			c.CA += c.CA + c.CA + c.CA
 		}, want: false},

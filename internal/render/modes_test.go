@@ -59,11 +59,11 @@ func TestAuthModes(t *testing.T) {
 			tls:    IssuedTLS(certs),
 			want: want{
 				MemcachedArgs: []string{"--enable-ssl", "--extended=ssl_chain_cert=/etc/memcached/tls/tls.crt", "--extended=ssl_key=/etc/memcached/tls/tls.key",
-					"--listen=0.0.0.0", "--extended=ssl_ca_cert=/etc/memcached/auth/ca.crt", "--extended=ssl_verify_mode=2"},
+					"--listen=0.0.0.0", "--extended=ssl_ca_cert=/etc/memcached/tls/ca.crt", "--extended=ssl_verify_mode=2"},
 				ExporterArgs: []string{"--memcached.address=127.0.0.1:11211", "--memcached.tls.enable", "--memcached.tls.cert-file=/etc/memcached/auth/tls.crt",
 					"--memcached.tls.key-file=/etc/memcached/auth/tls.key", "--memcached.tls.server-name=sessions.team-a.svc.cluster.local",
-					"--memcached.tls.ca-file=/etc/memcached/tls/ca.crt"},
-				ExporterMounts: []string{"/etc/memcached/auth", "/etc/memcached/tls"},
+					"--memcached.tls.ca-file=/etc/memcached/tls-ca/ca.crt"},
+				ExporterMounts: []string{"/etc/memcached/auth", "/etc/memcached/tls-ca"},
 				Containers:     []string{"memcached", "exporter"},
 				Mounted:        []string{"ca.crt", "tls.crt", "tls.key"},
 				AuthKeys:       []string{"ca.crt", "ca.key", "credentials-salt", "server.crt", "server.key", "tls.crt", "tls.key"},
@@ -80,7 +80,7 @@ func TestAuthModes(t *testing.T) {
 				ExporterArgs: []string{"--memcached.address=127.0.0.1:11211", "--memcached.tls.enable", "--memcached.tls.cert-file=/etc/memcached/auth/tls.crt",
 					"--memcached.tls.key-file=/etc/memcached/auth/tls.key", "--memcached.tls.server-name=sessions.team-a.svc.cluster.local",
 					"--memcached.tls.insecure-skip-verify"},
-				ExporterMounts: []string{"/etc/memcached/auth", "/etc/memcached/tls"},
+				ExporterMounts: []string{"/etc/memcached/auth"},
 				Containers:     []string{"memcached", "exporter"},
 				Mounted:        []string{"ca.crt", "tls.crt", "tls.key"},
 				AuthKeys:       []string{"ca.crt", "ca.key", "credentials-salt", "server.crt", "server.key", "tls.crt", "tls.key"},
@@ -129,7 +129,7 @@ func TestAuthModes(t *testing.T) {
 	}
 }
 
-// TestCredentialsDigestModes: with client certificates, the pods restart for what memcached
+// TestCredentialsDigestModes: with client certificates and a tenant's pair, the pods restart for what memcached
 // reads at start (the CA bundle), not for a renewed client certificate, which memcached never
 // reads.
 func TestCredentialsDigestModes(t *testing.T) {

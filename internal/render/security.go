@@ -72,6 +72,10 @@ const (
 
 	authVolume = "auth"
 	tlsVolume  = "tls"
+	// caVolume is the TLS copy's ca.crt alone, for the exporter: never memcached's key.
+	caVolume = "tls-ca"
+	// ExporterCADir is where the exporter reads the CA that verifies memcached's certificate.
+	ExporterCADir = "/etc/memcached/tls-ca"
 )
 
 // AuthSecretName is the name of the Secret holding m's credentials.
@@ -92,9 +96,7 @@ func TLSSecretName(m Memcached) string {
 // function compares before rolling the replicas to a new one.
 func TLSSecret(m Memcached) *corev1.Secret {
 	meta := objectMeta(m, TLSSecretName(m))
-	meta.Annotations = map[string]string{
-		AnnotationCertificate: Digest([]byte(m.TLS.Certificate), []byte{0}, []byte(m.TLS.PrivateKey)),
-	}
+	meta.Annotations = map[string]string{AnnotationCertificate: pairDigest(*m.TLS)}
 	if m.TLS.SecretName != "" { // Else the function issued the pair (IssuedTLS).
 		meta.Annotations[AnnotationTLSSource] = m.TLS.SecretName
 	}
@@ -128,8 +130,26 @@ const SASLConfig = "mech_list: plain\n"
 // Memcached's CA bundle for clients to verify it with. digest is what the pod template
 // carries for it (see TLS.Digest).
 func IssuedTLS(c pki.Certificates) *TLS {
-	return &TLS{Certificate: c.Server, PrivateKey: c.ServerKey, CA: c.CA,
-		Digest: Digest([]byte(c.Server), []byte{0}, []byte(c.ServerKey))}
+	t := &TLS{Certificate: c.Server, PrivateKey: c.ServerKey, CA: c.CA}
+	t.Digest = pairDigest(*t)
+	return t
+}
+
+// Issued reports whether t is the pair the function issued (IssuedTLS), not a tenant's.
+func Issued(t *TLS) bool {
+	return t != nil && t.SecretName == ""
+}
+
+// pairDigest is the digest of the pair t that the TLS copy records: of the certificate and key,
+// and, for the pair the function issued, of the CA bundle beside them, from which memcached
+// then reads the CAs it admits clients of (the Memcached's own, which a rotation replaces with
+// the server certificate): one digest, so that a rotation rolls the replicas once, when the
+// copy holds all of it.
+func pairDigest(t TLS) string {
+	if Issued(&t) {
+		return Digest([]byte(t.Certificate), []byte{0}, []byte(t.PrivateKey), []byte{0}, []byte(t.CA))
+	}
+	return Digest([]byte(t.Certificate), []byte{0}, []byte(t.PrivateKey))
 }
 
 // Digest is a short SHA-256 digest of b, for pod template annotations that must change when
@@ -321,8 +341,14 @@ func memcachedArgs(m Memcached) []string {
 			"--listen=0.0.0.0",
 		)
 		if ClientCertificates(m) {
+			// The CAs of client certificates: with the pair the function issued, from its copy
+			// (with the server certificate, which they change with); else the auth Secret's.
+			dir := AuthDir
+			if Issued(m.TLS) {
+				dir = TLSDir
+			}
 			args = append(args,
-				"--extended=ssl_ca_cert="+AuthDir+"/"+ConnectionCA,
+				"--extended=ssl_ca_cert="+dir+"/"+ConnectionCA,
 				"--extended=ssl_verify_mode=2")
 		} else {
 			args = append(args, "--listen=notls:127.0.0.1:"+strconv.Itoa(LoopbackPort))
@@ -366,7 +392,7 @@ func exporterArgs(m Memcached) []string {
 		"--memcached.tls.key-file="+AuthDir+"/"+corev1.TLSPrivateKeyKey,
 		"--memcached.tls.server-name="+Host(m))
 	if m.TLS.CA != "" {
-		return append(args, "--memcached.tls.ca-file="+TLSDir+"/"+ConnectionCA)
+		return append(args, "--memcached.tls.ca-file="+ExporterCADir+"/"+ConnectionCA)
 	}
 	return append(args, "--memcached.tls.insecure-skip-verify")
 }
@@ -441,6 +467,11 @@ func volumes(m Memcached) []corev1.Volume {
 	}
 	if m.TLS != nil {
 		vs = append(vs, secret(tlsVolume, TLSSecretName(m)))
+		if ClientCertificates(m) && m.Metrics && m.TLS.CA != "" {
+			v := secret(caVolume, TLSSecretName(m))
+			v.Secret.Items = []corev1.KeyToPath{{Key: ConnectionCA, Path: ConnectionCA}}
+			vs = append(vs, v)
+		}
 	}
 	return vs
 }
@@ -457,12 +488,18 @@ func volumeMounts(m Memcached) []corev1.VolumeMount {
 	return vm
 }
 
-// exporterVolumeMounts are the exporter's mounts: with client certificates, memcached's.
+// exporterVolumeMounts are the exporter's mounts: with client certificates, the client's
+// certificate and key (the auth volume) and the CA that verifies memcached's certificate,
+// never memcached's key.
 func exporterVolumeMounts(m Memcached) []corev1.VolumeMount {
 	if !ClientCertificates(m) || m.TLS == nil {
 		return nil
 	}
-	return volumeMounts(m)
+	vm := []corev1.VolumeMount{{Name: authVolume, MountPath: AuthDir, ReadOnly: true}}
+	if m.TLS.CA != "" {
+		vm = append(vm, corev1.VolumeMount{Name: caVolume, MountPath: ExporterCADir, ReadOnly: true})
+	}
+	return vm
 }
 
 // podAnnotations are the digests of what the pods read at start (nil when they read
@@ -472,7 +509,9 @@ func podAnnotations(m Memcached) map[string]string {
 		return nil
 	}
 	a := map[string]string{}
-	if m.Auth != nil {
+	if m.Auth != nil && !(ClientCertificates(m) && Issued(m.TLS)) {
+		// With client certificates and the issued pair, memcached reads nothing of the auth
+		// Secret: the copy's digest (AnnotationCertificate) covers all it reads.
 		a[AnnotationCredentials] = CredentialsDigest(*m.Auth)
 	}
 	if m.TLS != nil {

@@ -197,7 +197,7 @@ func (e *External) observeOnly(ctx context.Context, cr *v1alpha1.Instance, m ren
 	}
 	e.report(cr, e.judge(cr, d, want), true)
 	cr.Status.AtProvider = atProvider(d, m)
-	return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: publicDetails(m)}, nil
+	return managed.ExternalObservation{ResourceExists: d != nil, ResourceUpToDate: true, ConnectionDetails: published(publicDetails(m))}, nil
 }
 
 // observeManaged observes an Instance the provider manages: what of its objects exists, a
@@ -235,7 +235,7 @@ func (e *External) observeManaged(ctx context.Context, cr *v1alpha1.Instance, m 
 	return managed.ExternalObservation{
 		ResourceExists:    e.observed.exists(),
 		ResourceUpToDate:  diff == "",
-		ConnectionDetails: render.ConnectionDetails(m),
+		ConnectionDetails: published(render.ConnectionDetails(m)),
 		Diff:              diff,
 	}, nil
 }
@@ -421,8 +421,27 @@ func (e *External) write(ctx context.Context, cr *v1alpha1.Instance) (managed.Co
 		e.report(cr, e.explained(ctx, cr, applied, m), true)
 		cr.Status.AtProvider = atProvider(applied, m)
 	}
-	return render.ConnectionDetails(m), nil
+	return published(render.ConnectionDetails(m)), nil
 }
+
+// published is what the Instance publishes of details: every connection key, those m does not
+// have (a password after a change to client certificates, a client key after one back, the
+// credentials once auth is off) empty. crossplane-runtime publishes with a merge patch, which
+// adds and changes keys but never removes one: without the empty values, the connection Secret
+// would keep, and the claim read, credentials and a TLS setting the Memcached no longer has.
+func published(details map[string][]byte) managed.ConnectionDetails {
+	out := make(managed.ConnectionDetails, len(connectionKeys))
+	for _, k := range connectionKeys {
+		out[k] = []byte{}
+	}
+	for k, v := range details {
+		out[k] = v
+	}
+	return out
+}
+
+// connectionKeys are every key an Instance publishes.
+var connectionKeys = render.ConnectionKeys()
 
 // desired is the Memcached to apply: what Observe secured, or the Instance resolved and
 // secured now.

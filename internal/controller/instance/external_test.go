@@ -423,7 +423,7 @@ func (r *recorder) WithAnnotations(...string) event.Recorder { return r }
 func TestObserve(t *testing.T) {
 	ctx := context.Background()
 	m := memcached(t)
-	details := managed.ConnectionDetails(render.ConnectionDetails(m))
+	details := published(render.ConnectionDetails(m))
 	endpoint := render.Endpoint(m)
 	selector := "app.kubernetes.io/instance=sessions,app.kubernetes.io/name=memcached"
 	atProvider := func(replicas, available int32, size ...int32) v1alpha1.InstanceObservation {
@@ -1008,7 +1008,7 @@ func observe(t *testing.T, c client.Client) live {
 
 func TestCreateAndUpdate(t *testing.T) {
 	ctx := context.Background()
-	details := managed.ConnectionDetails(render.ConnectionDetails(memcached(t)))
+	details := published(render.ConnectionDetails(memcached(t)))
 	manager := "memcached-provider/platform/sessions"
 	everything := []applyCall{
 		{Kind: "Deployment", FieldManager: manager, Force: true},

@@ -76,7 +76,7 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 		switch {
 		case errors.As(err, &w):
 			held, ok := credentials.Held(secret, nil)
-			if !ok {
+			if !ok || !credentials.SameMode(held.Mode, m.Auth.Mode) {
 				msg := e.credentialsWait(cr, credentials.Message(m.Auth.Rotation, nil, w))
 				return render.Memcached{}, field.ErrorList{field.Forbidden(authPath, msg)}, nil
 			}
