@@ -1,16 +1,20 @@
 # The end-to-end suite's production-shaped lane: real nodes in network namespaces of their own,
 # kube-proxy and CoreDNS as pods, Crossplane installed by its Helm chart, the function and the
 # provider run by Crossplane's Default runtime (docs/e2e.md). Its tools: Helm, to install
-# Crossplane from the chart in the pinned Crossplane module; CoreDNS, the cluster DNS; and
-# kube-proxy, from the same Kubernetes module as the control plane. Included after
-# build/e2e.mk and build/node.mk.
+# Crossplane from the chart in the pinned Crossplane module; CoreDNS, the cluster DNS;
+# kube-proxy, from the same Kubernetes module as the control plane; and what its application
+# images hold: the gomemcache application and memjs (the Python applications' libraries are
+# build/node.mk's Debian packages). Included after build/e2e.mk and build/node.mk.
 #
 #   make e2e             runs this lane after the other scenarios (E2E_CLUSTER=off skips it)
 #   make e2e-cluster     only this lane
-#   make cluster-tools   build bin/helm, bin/coredns, bin/kube-proxy and the application
+#   make cluster-tools   build bin/helm, bin/coredns, bin/kube-proxy and the applications
 
 HELM_VERSION := v3.19.0
-CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy $(BIN)/memcached-app
+# The memjs application's Node.js and memjs (below).
+NODEJS_VERSION := v20.20.2
+MEMJS_APP := $(BIN)/memjs-app/node_modules/memjs/package.json
+CLUSTER_TOOLS := $(BIN)/helm $(BIN)/coredns $(BIN)/kube-proxy $(BIN)/memcached-app nodejs-version $(MEMJS_APP)
 
 $(BIN)/helm: tools/helm/go.mod tools/helm/go.sum | $(BIN)
 	$(GO) -C tools/helm build -trimpath -o $@ \
@@ -34,6 +38,26 @@ $(BIN)/kube-proxy: tools/kubernetes/go.mod tools/kubernetes/go.sum | $(BIN)
 .PHONY: $(BIN)/memcached-app
 $(BIN)/memcached-app: | $(BIN)
 	$(GO) build -trimpath -ldflags "$(E2E_LDFLAGS)" -o $@ ./test/e2e/cmd/memcached-app
+
+# The memjs application (test/e2e/apps/memjs): memjs at the version its package-lock.json pins
+# (npm ci checks the package's integrity against it), installed into bin/memjs-app, from which
+# the suite builds the application's image with the machine's Node.js. That Node.js is
+# NodeSource's build the machine comes with (/usr/bin/node, Debian package nodejs): Debian's own
+# nodejs 18 would replace it, so the lane checks its version instead of installing one.
+$(MEMJS_APP): test/e2e/apps/memjs/package.json test/e2e/apps/memjs/package-lock.json | $(BIN)
+	rm -rf $(BIN)/memjs-app && mkdir -p $(BIN)/memjs-app
+	cp $^ $(BIN)/memjs-app/
+	cd $(BIN)/memjs-app && npm ci --ignore-scripts --no-audit --no-fund
+	@touch $@
+
+.PHONY: nodejs-version
+nodejs-version:
+	@have=$$(node --version 2>/dev/null || echo none); \
+	if [ "$$have" != "$(NODEJS_VERSION)" ]; then \
+		echo "the production-shaped lane's memjs application runs on the machine's Node.js $(NODEJS_VERSION) (/usr/bin/node), found: $$have;"; \
+		echo "move NODEJS_VERSION in build/cluster.mk (and docs/clients.md's memjs row) to the machine's, or skip the lane with E2E_CLUSTER=off"; \
+		exit 1; \
+	fi
 
 ## cluster-tools: build the production-shaped lane's Helm, CoreDNS and kube-proxy.
 .PHONY: cluster-tools

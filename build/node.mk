@@ -24,8 +24,10 @@ endif
 # Debian bookworm packages, pinned. containerd, runc and the CNI plugins run the pods; iptables
 # is what the kubelet programs its canary chains with; conntrack is what it flushes stale UDP
 # flows with; iproute2 sets up the node's bridge; ipset (with iptables) is what kube-router's
-# network policy firewall programs; python3-pymemcache (and six, which it imports) is the
-# Python client the pymemcache application image is built with.
+# network policy firewall programs; python3-pymemcache (and six, which it imports) and
+# python3-pylibmc (on libmemcached11; its SASL PLAIN plugin is memcached-build-deps'
+# libsasl2-modules) are the Python clients the production-shaped lane's Python application
+# image is built with.
 NODE_PACKAGES := \
 	containerd=1.6.20~ds1-1+deb12u3 \
 	runc=1.1.5+ds1-1+deb12u1 \
@@ -35,7 +37,10 @@ NODE_PACKAGES := \
 	conntrack=1:1.4.7-1+b2 \
 	iproute2=6.1.0-3 \
 	python3-pymemcache=3.5.2-1 \
-	python3-six=1.16.0-4
+	python3-six=1.16.0-4 \
+	python3-pylibmc=1.6.3-1+b1 \
+	libmemcached11=1.1.4-1 \
+	libhashkit2=1.1.4-1
 
 MEMCACHED_EXPORTER_VERSION := 0.14.4
 KUBE_ROUTER_VERSION := v2.1.0

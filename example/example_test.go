@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -17,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,9 +71,9 @@ func TestRender(t *testing.T) {
 		objects    []string
 		replicas   int64
 		secretData []string
-		// auth is the auth file the function keeps (from observed.yaml); empty to check
-		// only that one was generated.
-		auth string
+		// keepObserved: the auth Secret keeps observed.yaml's certificates and keys; otherwise
+		// it is only checked to hold certificates a client can use.
+		keepObserved bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -86,9 +87,9 @@ func TestRender(t *testing.T) {
 				status:    map[string]any{"replicas": int64(3), "availableReplicas": int64(3), "endpoint": "sessions.team-a.svc.cluster.local:11211"},
 				available: "True", reason: "Available",
 				objects: []string{"Deployment/team-a/sessions", "NetworkPolicy/team-a/sessions", "PodDisruptionBudget/team-a/sessions",
-					"Secret/team-a/sessions-auth", "Service/team-a/sessions"},
-				replicas: 3,
-				auth:     "memcached:7xQ2mLkP9vRtWz4Nb8Hc6Yd3Jf5Gs1Ae\n",
+					"Secret/team-a/sessions-auth", "Secret/team-a/sessions-tls-active", "Service/team-a/sessions"},
+				replicas:     3,
+				keepObserved: true,
 			},
 		},
 		"ClaimFirstCreate": {
@@ -98,7 +99,7 @@ func TestRender(t *testing.T) {
 				status:    map[string]any{"replicas": int64(0), "availableReplicas": int64(0), "endpoint": "sessions.team-a.svc.cluster.local:11211"},
 				available: "False", reason: "Creating",
 				objects: []string{"Deployment/team-a/sessions", "NetworkPolicy/team-a/sessions", "PodDisruptionBudget/team-a/sessions",
-					"Secret/team-a/sessions-auth", "Service/team-a/sessions"},
+					"Secret/team-a/sessions-auth", "Secret/team-a/sessions-tls-active", "Service/team-a/sessions"},
 				replicas: 3,
 			},
 		},
@@ -157,14 +158,11 @@ func TestRender(t *testing.T) {
 					}
 				case "Secret":
 					data, _, _ := unstructured.NestedMap(d.Object, "data")
-					if d.GetName() == "sessions-auth" {
-						file, _ := base64.StdEncoding.DecodeString(fmt.Sprint(data["auth-file"]))
-						if tc.want.auth != "" && string(file) != tc.want.auth {
-							t.Errorf("%s\nauth Secret: want the observed credentials %q kept, got %q", tc.reason, tc.want.auth, file)
-						}
-						if !strings.HasPrefix(string(file), "memcached:") || len(file) != len("memcached:")+32+1 {
-							t.Errorf("%s\nauth Secret: want user memcached and a 32-character password, got %q", tc.reason, file)
-						}
+					switch d.GetName() {
+					case "sessions-auth":
+						wantClientCertificates(t, tc.reason, d, tc.want.keepObserved)
+						continue
+					case "sessions-tls-active": // The server certificate the pods mount.
 						continue
 					}
 					var keys []string
@@ -315,6 +313,67 @@ func splitYAML(t *testing.T, b []byte) []*unstructured.Unstructured {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// wantClientCertificates checks the auth Secret the example Composition's Input renders for
+// the example claim (auth mode ClientCertificate): a CA, a client certificate it signed for
+// client authentication, and a server certificate it signed for the claim's host, each with
+// its key, so that an application given ca.crt, tls.crt and tls.key connects; with
+// keepObserved, the very certificates and keys observed.yaml holds, so that `make render`
+// shows the same Deployment each time.
+func wantClientCertificates(t *testing.T, reason string, auth *unstructured.Unstructured, keepObserved bool) {
+	t.Helper()
+	if mode := auth.GetAnnotations()[render.AnnotationAuthMode]; mode != "ClientCertificate" {
+		t.Errorf("%s\nauth Secret: mode %q, want ClientCertificate, the example Input's", reason, mode)
+	}
+	data := map[string][]byte{}
+	raw, _, _ := unstructured.NestedStringMap(auth.Object, "data")
+	for k, v := range raw {
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			t.Fatalf("auth Secret key %s: %v", k, err)
+		}
+		data[k] = b
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(data["ca.crt"]) {
+		t.Fatalf("%s\nauth Secret: no CA in ca.crt", reason)
+	}
+	for _, c := range []struct {
+		cert, key string
+		usage     x509.ExtKeyUsage
+		host      string
+	}{
+		{"tls.crt", "tls.key", x509.ExtKeyUsageClientAuth, ""},
+		{render.ServerCertKey, render.ServerKeyKey, x509.ExtKeyUsageServerAuth, "sessions.team-a.svc.cluster.local"},
+	} {
+		pair, err := tls.X509KeyPair(data[c.cert], data[c.key])
+		if err != nil {
+			t.Errorf("%s\nauth Secret: %s and %s are not a certificate and its key: %v", reason, c.cert, c.key, err)
+			continue
+		}
+		if _, err := pair.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: c.host, KeyUsages: []x509.ExtKeyUsage{c.usage}}); err != nil {
+			t.Errorf("%s\nauth Secret: %s does not verify against ca.crt for %v: %v", reason, c.cert, c.usage, err)
+		}
+	}
+	if !keepObserved {
+		return
+	}
+	b, err := os.ReadFile("observed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range splitYAML(t, b) {
+		if o.GetKind() != "Secret" || o.GetName() != auth.GetName() {
+			continue
+		}
+		observed, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		if diff := cmp.Diff(observed, raw); diff != "" {
+			t.Errorf("%s\nauth Secret: want observed.yaml's certificates, keys and salt kept: -observed, +rendered:\n%s", reason, diff)
+		}
+		return
+	}
+	t.Errorf("observed.yaml holds no Secret %s", auth.GetName())
+}
 
 // observedStamp is the spec stamp observed.yaml gives its Deployment.
 func observedStamp(t *testing.T) string {

@@ -279,7 +279,7 @@ func TestClusterAppUsesConnectionSecret(t *testing.T) {
 			if want := "ok: set and got app-key on " + endpoint + " " + c.mode; msg != want {
 				t.Errorf("%s: gomemcache said %q, want %q", c.reason, msg, want)
 			}
-			startApp(t, ns, c.name+"-py", c.name+"-memcached", env.ClusterImages.Pymemcache)
+			startApp(t, ns, c.name+"-py", c.name+"-memcached", env.ClusterImages.Python, suite.PythonApp("pymemcache"))
 			msg, ok := waitApp(t, ns, c.name+"-py")
 			switch want := "ok: set and got app-key on " + endpoint + " " + c.pymemcache; {
 			case c.pymemcache != "" && (!ok || msg != want):

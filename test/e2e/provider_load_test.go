@@ -295,7 +295,8 @@ func loadInstance(ns, name, config string, secured bool) *unstructured.Unstructu
 		}, nil)
 	}
 	return newInstance(ns, name, config, 1, map[string]any{
-		"auth":          map[string]any{"enabled": true},
+		// Password, as measured before the example Input's default became ClientCertificate.
+		"auth":          map[string]any{"enabled": true, "mode": "Password"},
 		"tls":           map[string]any{"secretName": loadTLSSecret},
 		"networkPolicy": map[string]any{"enabled": true},
 	}, map[string]any{"writeConnectionSecretToRef": map[string]any{"name": name + "-connection"}})

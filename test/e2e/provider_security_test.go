@@ -364,6 +364,9 @@ func newSecuredRemote(t *testing.T, prefix string, a *workloadCluster, others ..
 	spec := claim.Object["spec"].(map[string]any)
 	spec["compositionRef"] = map[string]any{"name": remoteSecuredComposition}
 	spec["tls"] = map[string]any{"secretName": name + "-tls"}
+	// The example's default mode is ClientCertificate; these scenarios follow a username and
+	// password from the workload cluster's auth Secret to the connection Secrets.
+	spec["auth"] = map[string]any{"mode": "Password"}
 	spec["metrics"] = map[string]any{"enabled": true}
 	spec["networkPolicy"] = map[string]any{"allowedNamespaces": map[string]any{"matchExpressions": []any{
 		map[string]any{"key": corev1.LabelMetadataName, "operator": "In", "values": []any{"web"}},

@@ -23,16 +23,18 @@ import (
 	"github.com/example/function-memcached/test/e2e/internal/pki"
 )
 
-// The example Composition turns authentication on for every claim: a claim with metrics
-// gets generated credentials in its connection Secret, memcached requiring them, and the
-// exporter behind the auth proxy. A new spec.auth.rotation rotates the credentials and rolls
-// the pods; an invalid spec keeps them.
+// The example Composition turns authentication on for every claim: a claim with metrics that
+// asks for the Password mode (the example's default mode is ClientCertificate) gets generated
+// credentials in its connection Secret, memcached requiring them, and the exporter behind the
+// auth proxy. A new spec.auth.rotation rotates the credentials and rolls the pods; an invalid
+// spec keeps them.
 func TestAuthCredentials(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t, "auth")
 	claim := newClaim(ns, "sessions", 2)
 	_ = unstructured.SetNestedField(claim.Object, true, "spec", "metrics", "enabled")
+	_ = unstructured.SetNestedField(claim.Object, "Password", "spec", "auth", "mode")
 	apply(t, claim)
 	waitAvailable(t, claimGVK, ns, "sessions", 2)
 
@@ -211,12 +213,14 @@ func TestTLSCertificate(t *testing.T) {
 
 // A claim whose TLS Secret does not exist yet is reported and creates nothing; once
 // cert-manager (here, the test) writes the Secret, Crossplane, which watches what the
-// function required, composes the Memcached without anyone touching the claim.
+// function required, composes the Memcached without anyone touching the claim. The claim asks
+// for the Password mode, so that its connection Secret holds the tenant's CA and a password.
 func TestTLSSecretCreatedLater(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "tls-later")
 	claim := newClaim(ns, "sessions", 1)
 	_ = unstructured.SetNestedField(claim.Object, "sessions-tls", "spec", "tls", "secretName")
+	_ = unstructured.SetNestedField(claim.Object, "Password", "spec", "auth", "mode")
 	apply(t, claim)
 	waitMemcached(t, claimGVK, ns, "sessions", "InvalidSpec: the Secret does not exist", func(m memcached) error {
 		want := fmt.Sprintf(`spec.tls.secretName: Invalid value: "sessions-tls": Secret %s/sessions-tls does not exist`, ns)

@@ -1,9 +1,13 @@
 // Command memcached-app is an application as a team writes one against a Memcached claim: it
 // reads the claim's connection Secret, mounted as files, and talks to the cache through
-// gomemcache (github.com/bradfitz/gomemcache), the Go client most applications use, with the
-// few lines docs/api.md shows for what gomemcache lacks: TLS verified against the Secret's
-// ca.crt with its host as server name, and memcached's text-protocol authentication (a `set`
-// of "username password", sent on each new connection before gomemcache uses it).
+// gomemcache (github.com/bradfitz/gomemcache), the Go client most applications use, as
+// docs/clients.md shows: TLS through gomemcache's DialContext and a tls.Dialer whose
+// tls.Config verifies the server against the Secret's ca.crt with its host as server name and,
+// when the Secret holds a client certificate (tls.crt, tls.key: the ClientCertificate mode),
+// presents it; and, for what gomemcache lacks, memcached's text-protocol authentication (the
+// Password mode: a `set` of "username password", sent on each new connection before gomemcache
+// uses it). With --no-client-certificate it leaves the Secret's client certificate out, as an
+// application without it would connect.
 //
 // It sets a key, gets it back, prints what it did and exits 0; on any error it prints it and
 // exits 1. With --follow it is a sharding client instead (follow.go): gomemcache over the
@@ -37,7 +41,9 @@ func main() {
 	keys := flag.Int("keys", 200, "keys in each batch, with --follow")
 	timeout := flag.Duration("timeout", 3*time.Minute, "how long to wait for each count with --follow")
 	served := flag.Duration("serve", 0, "set and get keys for this long, counting failures, instead")
+	noClientCert := flag.Bool("no-client-certificate", false, "present no client certificate, whatever the Secret holds")
 	flag.Parse()
+	withClientCert = !*noClientCert
 	var msg string
 	var err error
 	switch {
@@ -60,6 +66,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// withClientCert is whether the application presents the Secret's client certificate, when it
+// holds one: true unless --no-client-certificate.
+var withClientCert = true
 
 // secret reads one key of the mounted Secret; a missing key is empty.
 func secret(dir, key string) string {
@@ -90,19 +100,31 @@ func run(dir, key string) (string, error) {
 	if string(it.Value) != value {
 		return "", errors.Errorf("got %q for %s from %s, want %q", it.Value, key, endpoint, value)
 	}
-	mode := "plain"
-	if secret(dir, "tls") == "true" {
-		mode = "tls"
-	}
-	if secret(dir, "username") != "" {
-		mode += "+auth"
-	}
-	return fmt.Sprintf("ok: set and got %s on %s (%s)", key, endpoint, mode), nil
+	return fmt.Sprintf("ok: set and got %s on %s (%s)", key, endpoint, mode(dir)), nil
 }
 
-// dialer is how the application connects, from the Secret: plain TCP; TLS verifying the
-// certificate against ca.crt for host; and, with a username, memcached's text-protocol
-// authentication on every new connection.
+// mode names how the application connected: plain or tls, +client-certificate when it
+// presented the Secret's, +auth with the Secret's username and password.
+func mode(dir string) string {
+	m := "plain"
+	if secret(dir, "tls") == "true" {
+		m = "tls"
+		if withClientCert && secret(dir, "tls.crt") != "" {
+			m += "+client-certificate"
+		}
+	}
+	if secret(dir, "username") != "" {
+		m += "+auth"
+	}
+	return m
+}
+
+// dialer is how the application connects, from the Secret: plain TCP; with tls "true", TLS
+// through a tls.Dialer whose tls.Config verifies the server's certificate against ca.crt for
+// host and presents the client certificate tls.crt and tls.key when the Secret holds them (the
+// ClientCertificate mode), which is all gomemcache needs (its DialContext); and, with a
+// username (the Password mode), memcached's text-protocol authentication on every new
+// connection, the lines gomemcache lacks.
 func dialer(dir string) (func(ctx context.Context, network, address string) (net.Conn, error), error) {
 	var tlsConfig *tls.Config
 	if secret(dir, "tls") == "true" {
@@ -111,8 +133,21 @@ func dialer(dir string) (func(ctx context.Context, network, address string) (net
 			return nil, errors.New("the connection Secret says tls but has no usable ca.crt")
 		}
 		tlsConfig = &tls.Config{RootCAs: pool, ServerName: secret(dir, "host"), MinVersion: tls.VersionTLS12}
+		if crt, key := secret(dir, "tls.crt"), secret(dir, "tls.key"); withClientCert && crt != "" {
+			pair, err := tls.X509KeyPair([]byte(crt), []byte(key))
+			if err != nil {
+				return nil, errors.Wrap(err, "the connection Secret's tls.crt and tls.key are not a client certificate and its key")
+			}
+			tlsConfig.Certificates = []tls.Certificate{pair}
+		}
 	}
 	user, password := secret(dir, "username"), secret(dir, "password")
+	if user == "" {
+		if tlsConfig != nil {
+			return (&tls.Dialer{Config: tlsConfig}).DialContext, nil
+		}
+		return (&net.Dialer{}).DialContext, nil
+	}
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(ctx, network, address)
@@ -127,11 +162,9 @@ func dialer(dir string) (func(ctx context.Context, network, address string) (net
 			}
 			conn = tc
 		}
-		if user != "" {
-			if err := authenticate(conn, user, password); err != nil {
-				_ = conn.Close()
-				return nil, err
-			}
+		if err := authenticate(conn, user, password); err != nil {
+			_ = conn.Close()
+			return nil, err
 		}
 		return conn, nil
 	}, nil

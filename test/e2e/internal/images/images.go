@@ -197,21 +197,15 @@ func memcachedImage(bin, pluginDir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	plugins, err := filepath.Glob(filepath.Join(pluginDir, saslPlugins))
-	if err != nil || len(plugins) == 0 {
-		return nil, errors.Errorf("no SASL PLAIN plugin (%s) in %s: Debian package libsasl2-modules, which `make memcached-build-deps` installs", saslPlugins, pluginDir)
-	}
-	libs, err := librariesOf(append([]string{bin}, plugins...)...)
+	plugins, err := saslPluginFiles(pluginDir)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range plugins {
-		pf, err := HostFile(p, path.Join(SASLPluginDir, filepath.Base(p)))
-		if err != nil {
-			return nil, err
-		}
-		libs = append(libs, pf)
+	libs, err := librariesOf(append([]string{bin}, plugins.hosts...)...)
+	if err != nil {
+		return nil, err
 	}
+	libs = append(libs, plugins.files...)
 	files := append([]File{f,
 		{Path: "/etc/passwd", Mode: 0o644, Content: []byte("root:x:0:0:root:/:/nonexistent\n" +
 			"memcache:x:" + MemcachedUID + ":" + MemcachedUID + ":memcached:/nonexistent:/nonexistent\n" +
@@ -219,6 +213,31 @@ func memcachedImage(bin, pluginDir string) (v1.Image, error) {
 		{Path: "/etc/group", Mode: 0o644, Content: []byte("root:x:0:\nmemcache:x:" + MemcachedUID + ":\nnogroup:x:65534:\n")},
 	}, libs...)
 	return Build(Spec{Files: files, User: MemcachedUID + ":" + MemcachedUID, Entrypoint: []string{"/usr/bin/memcached"}})
+}
+
+// saslPlugin are Cyrus SASL's PLAIN plugins of the host's pluginDir: their host paths (for
+// librariesOf) and their files at SASLPluginDir in an image, each symbolic link as a copy of
+// its file. memcached serves PLAIN with them, and libmemcached's clients (pylibmc) authenticate
+// with them.
+type saslPlugin struct {
+	hosts []string
+	files []File
+}
+
+func saslPluginFiles(pluginDir string) (saslPlugin, error) {
+	hosts, err := filepath.Glob(filepath.Join(pluginDir, saslPlugins))
+	if err != nil || len(hosts) == 0 {
+		return saslPlugin{}, errors.Errorf("no SASL PLAIN plugin (%s) in %s: Debian package libsasl2-modules, which `make memcached-build-deps` installs", saslPlugins, pluginDir)
+	}
+	p := saslPlugin{hosts: hosts}
+	for _, h := range hosts {
+		f, err := HostFile(h, path.Join(SASLPluginDir, filepath.Base(h)))
+		if err != nil {
+			return saslPlugin{}, err
+		}
+		p.files = append(p.files, f)
+	}
+	return p, nil
 }
 
 // Exporter is the Prometheus memcached exporter image from the static binary at bin, laid out

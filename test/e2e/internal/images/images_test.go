@@ -238,20 +238,28 @@ func TestCrossplaneLayout(t *testing.T) {
 	}
 }
 
-// The pymemcache application's image holds Debian's interpreter under both its names, the
+// The Python applications' image holds Debian's interpreter under both its names, the
 // libraries its modules load, the standard library without what an application does not run,
-// pymemcache and six, and the script as the entrypoint's argument, run as nonroot.
-func TestPymemcacheAppLayout(t *testing.T) {
-	for _, p := range []string{HostPython, HostPymemcache, hostSix} {
+// pymemcache and six, pylibmc with its extension module, the libraries that links (libmemcached,
+// libsasl2) and Cyrus SASL's PLAIN plugin, which libsasl2 loads at run time (no other
+// mechanism's), and each script at its path; the interpreter is the entrypoint, run as nonroot.
+func TestPythonAppsLayout(t *testing.T) {
+	for _, p := range []string{HostPython, HostPymemcache, hostSix, HostPylibmc} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is not installed (Debian packages python3.11 and python3-pymemcache; `make node-packages` installs them): %v", p, err)
+			t.Skipf("%s is not installed (Debian packages python3.11, python3-pymemcache and python3-pylibmc; `make node-packages` installs them): %v", p, err)
 		}
 	}
-	script := filepath.Join(t.TempDir(), "app.py")
-	if err := os.WriteFile(script, []byte("print('ok')\n"), 0o600); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	scripts := map[string]string{}
+	for _, app := range []string{"pymemcache", "pylibmc"} {
+		script := filepath.Join(dir, app+".py")
+		if err := os.WriteFile(script, []byte("print('"+app+"')\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		scripts["/app/"+app+"/app.py"] = script
 	}
-	img, err := PymemcacheApp(script)
+	plugins := fakePlugins(t)
+	img, err := pythonApps(scripts, plugins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,29 +281,40 @@ func TestPymemcacheAppLayout(t *testing.T) {
 	if err != nil || len(ssl) != 1 {
 		t.Fatalf("the host's _ssl module: %v, %v", ssl, err)
 	}
+	pylibmc, err := filepath.Glob(hostPylibmcModules)
+	if err != nil || len(pylibmc) != 1 {
+		t.Fatalf("the host's _pylibmc module: %v, %v", pylibmc, err)
+	}
+	plugin := strings.TrimPrefix(SASLPluginDir, "/") + "/libplain.so.2"
 	cases := map[string]struct {
 		reason string
 		path   string
 		want   string
 	}{
-		"Interpreter":     {reason: "The interpreter is Debian's.", path: "usr/bin/python3.11", want: host(HostPython)},
-		"Python3":         {reason: "The entrypoint calls it python3.", path: "usr/bin/python3", want: host(HostPython)},
-		"Stdlib":          {reason: "The standard library is there, sources only.", path: "usr/lib/python3.11/ssl.py", want: host(pythonStdlib + "/ssl.py")},
-		"ExtensionModule": {reason: "Extension modules are there: ssl needs _ssl.", path: ssl[0][1:], want: host(ssl[0])},
-		"Pymemcache":      {reason: "pymemcache is Debian's.", path: "usr/lib/python3/dist-packages/pymemcache/client/base.py", want: host(HostPymemcache + "/client/base.py")},
-		"Six":             {reason: "pymemcache imports six.", path: "usr/lib/python3/dist-packages/six.py", want: host(hostSix)},
-		"Script":          {reason: "The script is at /app/app.py.", path: "app/app.py", want: "print('ok')\n"},
-		"NoTests":         {reason: "pymemcache's tests are left out.", path: "usr/lib/python3/dist-packages/pymemcache/test/__init__.py"},
-		"NoByteCode":      {reason: "The host's byte code is left out.", path: "usr/lib/python3.11/__pycache__/ssl.cpython-311.pyc"},
-		"NoStaticLibrary": {reason: "The files for building extensions are left out.", path: "usr/lib/python3.11/config-3.11-x86_64-linux-gnu/Makefile"},
-		"NoTestSuite":     {reason: "The standard library's tests are left out.", path: "usr/lib/python3.11/test/regrtest.py"},
-		"NonrootPasswd":   {reason: "/etc/passwd names nonroot.", path: "etc/passwd", want: string(nonrootFiles()[0].Content)},
+		"Interpreter":       {reason: "The interpreter is Debian's.", path: "usr/bin/python3.11", want: host(HostPython)},
+		"Python3":           {reason: "The entrypoint calls it python3.", path: "usr/bin/python3", want: host(HostPython)},
+		"Stdlib":            {reason: "The standard library is there, sources only.", path: "usr/lib/python3.11/ssl.py", want: host(pythonStdlib + "/ssl.py")},
+		"ExtensionModule":   {reason: "Extension modules are there: ssl needs _ssl.", path: ssl[0][1:], want: host(ssl[0])},
+		"Pymemcache":        {reason: "pymemcache is Debian's.", path: "usr/lib/python3/dist-packages/pymemcache/client/base.py", want: host(HostPymemcache + "/client/base.py")},
+		"Six":               {reason: "pymemcache imports six.", path: "usr/lib/python3/dist-packages/six.py", want: host(hostSix)},
+		"Pylibmc":           {reason: "pylibmc is Debian's.", path: "usr/lib/python3/dist-packages/pylibmc/client.py", want: host(HostPylibmc + "/client.py")},
+		"PylibmcModule":     {reason: "pylibmc's extension module is there.", path: pylibmc[0][1:], want: host(pylibmc[0])},
+		"SASLPlugin":        {reason: "Cyrus SASL's PLAIN plugin is where libsasl2 loads it from, a copy of the host's file.", path: plugin, want: host("/bin/sh")},
+		"PymemcacheScript":  {reason: "Each script is at its path.", path: "app/pymemcache/app.py", want: "print('pymemcache')\n"},
+		"PylibmcScript":     {reason: "Each script is at its path.", path: "app/pylibmc/app.py", want: "print('pylibmc')\n"},
+		"NoTests":           {reason: "pymemcache's tests are left out.", path: "usr/lib/python3/dist-packages/pymemcache/test/__init__.py"},
+		"NoPylibmcTests":    {reason: "pylibmc's tests are left out.", path: "usr/lib/python3/dist-packages/pylibmc/test.py"},
+		"NoOtherMechanisms": {reason: "Only PLAIN's plugin is there.", path: strings.TrimPrefix(SASLPluginDir, "/") + "/libscram.so.2.0.25"},
+		"NoByteCode":        {reason: "The host's byte code is left out.", path: "usr/lib/python3.11/__pycache__/ssl.cpython-311.pyc"},
+		"NoStaticLibrary":   {reason: "The files for building extensions are left out.", path: "usr/lib/python3.11/config-3.11-x86_64-linux-gnu/Makefile"},
+		"NoTestSuite":       {reason: "The standard library's tests are left out.", path: "usr/lib/python3.11/test/regrtest.py"},
+		"NonrootPasswd":     {reason: "/etc/passwd names nonroot.", path: "etc/passwd", want: string(nonrootFiles()[0].Content)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got, ok := files[tc.path]
 			if tc.want == "" {
-				if _, err := os.Stat("/" + tc.path); err != nil {
+				if _, err := os.Stat("/" + tc.path); err != nil && !strings.Contains(tc.path, "sasl2") {
 					t.Skipf("the host has no /%s to leave out", tc.path)
 				}
 				if ok {
@@ -308,19 +327,118 @@ func TestPymemcacheAppLayout(t *testing.T) {
 			}
 		})
 	}
-	var libssl bool
-	for name := range files {
-		libssl = libssl || strings.HasPrefix(path.Base(name), "libssl.so")
-	}
-	if !libssl {
-		t.Error("no libssl in the image: _ssl cannot load")
+	for _, lib := range []string{"libssl.so", "libmemcached.so", "libsasl2.so"} {
+		var found bool
+		for name := range files {
+			found = found || strings.HasPrefix(path.Base(name), lib)
+		}
+		if !found {
+			t.Errorf("no %s in the image: a module cannot load", lib)
+		}
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.Config.User != nonroot || !cmp.Equal(cf.Config.Entrypoint, []string{"/usr/bin/python3", "/app/app.py"}) {
-		t.Errorf("user %q entrypoint %q, want %s and /usr/bin/python3 /app/app.py", cf.Config.User, cf.Config.Entrypoint, nonroot)
+	if cf.Config.User != nonroot || !cmp.Equal(cf.Config.Entrypoint, []string{"/usr/bin/python3"}) {
+		t.Errorf("user %q entrypoint %q, want %s and /usr/bin/python3", cf.Config.User, cf.Config.Entrypoint, nonroot)
+	}
+	if _, err := pythonApps(scripts, t.TempDir()); err == nil || !strings.Contains(err.Error(), "libsasl2-modules") {
+		t.Errorf("pythonApps without the plugin: got error %v, want one naming libsasl2-modules", err)
+	}
+}
+
+// fakePlugins is a plugin directory as Debian's libsasl2-modules lays it out, with PLAIN's and
+// SCRAM's plugins and their symbolic links; each plugin is a copy of /bin/sh, dynamic on every
+// Debian.
+func fakePlugins(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	elf, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"libplain.so.2.0.25", "libscram.so.2.0.25"} {
+		if err := os.WriteFile(filepath.Join(dir, name), elf, 0o644); err != nil { //nolint:gosec // A library, as Debian installs it.
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"libplain.so": "libplain.so.2.0.25", "libplain.so.2": "libplain.so.2.0.25", "libscram.so": "libscram.so.2.0.25"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The memjs application's image holds the host's Node.js as /usr/bin/node with the libraries
+// it links, the script at /app/app.js and the modules npm installed at /app/node_modules, memjs's
+// code without its tests, benchmarks and docs; node runs the script, as nonroot. Without memjs
+// in the modules the image cannot be built.
+func TestMemjsAppLayout(t *testing.T) {
+	const node = "/bin/sh" // dynamic on every Debian: stands in for node
+	dir := t.TempDir()
+	write := func(p, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(dir, "app.js")
+	write(script, "console.log('ok')\n")
+	modules := filepath.Join(dir, "node_modules")
+	write(filepath.Join(modules, "memjs", "package.json"), `{"name":"memjs","version":"1.3.2"}`)
+	write(filepath.Join(modules, "memjs", "lib", "memjs", "memjs.js"), "module.exports = {}\n")
+	write(filepath.Join(modules, "memjs", "test", "client_test.js"), "test\n")
+	write(filepath.Join(modules, "memjs", "bench", "memjs.js"), "bench\n")
+	img, err := nodejsApp(node, script, modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]entry{}
+	for _, e := range entries(t, img) {
+		if e.Type == tar.TypeReg {
+			files[e.Name] = e
+		}
+	}
+	sh, err := os.ReadFile(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"usr/bin/node":                              string(sh),
+		"app/app.js":                                "console.log('ok')\n",
+		"app/node_modules/memjs/package.json":       `{"name":"memjs","version":"1.3.2"}`,
+		"app/node_modules/memjs/lib/memjs/memjs.js": "module.exports = {}\n",
+	} {
+		if files[name].Content != want {
+			t.Errorf("%s holds %q, want %q", name, files[name].Content, want)
+		}
+	}
+	for _, name := range []string{"app/node_modules/memjs/test/client_test.js", "app/node_modules/memjs/bench/memjs.js"} {
+		if _, ok := files[name]; ok {
+			t.Errorf("%s is in the image: an application does not load it", name)
+		}
+	}
+	var libc bool
+	for name := range files {
+		libc = libc || strings.HasPrefix(path.Base(name), "libc.so")
+	}
+	if !libc {
+		t.Error("no libc in the image: node cannot start")
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != nonroot || !cmp.Equal(cf.Config.Entrypoint, []string{"/usr/bin/node", "/app/app.js"}) {
+		t.Errorf("user %q entrypoint %q, want %s and /usr/bin/node /app/app.js", cf.Config.User, cf.Config.Entrypoint, nonroot)
+	}
+	if _, err := nodejsApp(node, script, t.TempDir()); err == nil || !strings.Contains(err.Error(), "package-lock.json") {
+		t.Errorf("nodejsApp without memjs: got error %v, want one naming the lock file", err)
 	}
 }
 

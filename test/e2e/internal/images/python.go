@@ -11,8 +11,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-// Debian's Python 3.11 (python3.11, libpython3.11-stdlib) and pymemcache (python3-pymemcache,
-// with six, which it imports), as installed on the host by `make node-packages`.
+// Debian's Python 3.11 (python3.11, libpython3.11-stdlib), pymemcache (python3-pymemcache,
+// with six, which it imports) and pylibmc (python3-pylibmc, on libmemcached11), as installed on
+// the host by `make node-packages`.
 const (
 	HostPython     = "/usr/bin/python3.11"
 	pythonStdlib   = "/usr/lib/python3.11"
@@ -20,6 +21,9 @@ const (
 	distPackages   = "/usr/lib/python3/dist-packages"
 	HostPymemcache = distPackages + "/pymemcache"
 	hostSix        = distPackages + "/six.py"
+	HostPylibmc    = distPackages + "/pylibmc"
+	// hostPylibmcModules matches pylibmc's extension module, which links libmemcached.
+	hostPylibmcModules = distPackages + "/_pylibmc.*.so"
 )
 
 // pythonSkip are the directories of the standard library (and of pymemcache) an application
@@ -31,12 +35,19 @@ var pythonSkip = map[string]bool{
 	"lib2to3": true, "pydoc_data": true, "config-3.11-x86_64-linux-gnu": true, "__pycache__": true,
 }
 
-// PymemcacheApp is the image of an application on pymemcache, the Python memcached client
-// many teams use, built from Debian's packages on the host like the kube-proxy image's
-// iptables: the interpreter (as /usr/bin/python3.11 and /usr/bin/python3), the libraries it
-// and its extension modules load, the standard library, pymemcache and six, and the host's
-// script at /app/app.py, the entrypoint's argument; run as nonroot.
-func PymemcacheApp(script string) (v1.Image, error) {
+// PythonApps is the image of applications on Python's memcached clients, built from Debian's
+// packages on the host like the kube-proxy image's iptables: the interpreter (as
+// /usr/bin/python3.11 and /usr/bin/python3, the entrypoint), the libraries it and its extension
+// modules load, the standard library, pymemcache and six, pylibmc with the libraries its
+// extension module links (libmemcached, Cyrus SASL) and Cyrus SASL's PLAIN plugin, which
+// libsasl2 loads at run time to authenticate (SASLPluginDir); and each host script of scripts
+// at its image path (the key), which a pod names as its first argument. Run as nonroot.
+func PythonApps(scripts map[string]string) (v1.Image, error) {
+	return pythonApps(scripts, SASLPluginDir)
+}
+
+// pythonApps is PythonApps with the SASL plugins read from the host's pluginDir.
+func pythonApps(scripts map[string]string, pluginDir string) (v1.Image, error) {
 	var files []File
 	for _, p := range []string{"/usr/bin/python3.11", "/usr/bin/python3"} {
 		f, err := HostFile(HostPython, p)
@@ -45,7 +56,11 @@ func PymemcacheApp(script string) (v1.Image, error) {
 		}
 		files = append(files, f)
 	}
-	for _, p := range []struct{ host, image string }{{hostSix, hostSix}, {script, "/app/app.py"}} {
+	sources := []struct{ host, image string }{{hostSix, hostSix}}
+	for image, host := range scripts {
+		sources = append(sources, struct{ host, image string }{host, image})
+	}
+	for _, p := range sources {
 		f, err := HostFile(p.host, p.image)
 		if err != nil {
 			return nil, err
@@ -53,7 +68,7 @@ func PymemcacheApp(script string) (v1.Image, error) {
 		f.Mode = 0o644
 		files = append(files, f)
 	}
-	for _, dir := range []string{pythonStdlib, HostPymemcache} {
+	for _, dir := range []string{pythonStdlib, HostPymemcache, HostPylibmc} {
 		tree, err := hostTree(dir, dir)
 		if err != nil {
 			return nil, err
@@ -62,7 +77,7 @@ func PymemcacheApp(script string) (v1.Image, error) {
 			return nil, errors.Errorf("no files in %s", dir)
 		}
 		for _, f := range tree {
-			if !skipped(f.Path) {
+			if !skipped(f.Path) && f.Path != HostPylibmc+"/test.py" {
 				files = append(files, f)
 			}
 		}
@@ -71,12 +86,25 @@ func PymemcacheApp(script string) (v1.Image, error) {
 	if err != nil || len(modules) == 0 {
 		return nil, errors.Errorf("no extension modules in %s (Debian package libpython3.11-stdlib)", pythonDynload)
 	}
-	libs, err := librariesOf(append([]string{HostPython}, modules...)...)
+	pylibmc, err := filepath.Glob(hostPylibmcModules)
+	if err != nil || len(pylibmc) != 1 {
+		return nil, errors.Errorf("no pylibmc extension module %s (Debian package python3-pylibmc; `make node-packages` installs it)", hostPylibmcModules)
+	}
+	f, err := HostFile(pylibmc[0], pylibmc[0])
 	if err != nil {
 		return nil, err
 	}
-	files = append(append(files, libs...), nonrootFiles()...)
-	return Build(Spec{Files: files, User: nonroot, Entrypoint: []string{"/usr/bin/python3", "/app/app.py"}})
+	files = append(files, f)
+	plugins, err := saslPluginFiles(pluginDir)
+	if err != nil {
+		return nil, err
+	}
+	libs, err := librariesOf(append(append([]string{HostPython, pylibmc[0]}, modules...), plugins.hosts...)...)
+	if err != nil {
+		return nil, err
+	}
+	files = append(append(append(files, libs...), plugins.files...), nonrootFiles()...)
+	return Build(Spec{Files: files, User: nonroot, Entrypoint: []string{"/usr/bin/python3"}})
 }
 
 // skipped reports whether the image path p lies in one of pythonSkip's directories.

@@ -142,8 +142,15 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 			return images.Program(filepath.Join(e.BinDir, "memcached-app"), "/memcached-app")
 		}},
 		{&e.ClusterImages.MemcachedNext, "e2e/memcached:next", func() (v1.Image, error) { return images.Memcached(images.MemcachedBinary(e.BinDir)) }},
-		{&e.ClusterImages.Pymemcache, "e2e/pymemcache-app:1", func() (v1.Image, error) {
-			return images.PymemcacheApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "pymemcache", "app.py"))
+		{&e.ClusterImages.Python, "e2e/python-apps:1", func() (v1.Image, error) {
+			scripts := map[string]string{}
+			for _, app := range []string{"pymemcache", "pylibmc"} {
+				scripts[PythonApp(app)] = filepath.Join(e.RepoRoot, "test", "e2e", "apps", app, "app.py")
+			}
+			return images.PythonApps(scripts)
+		}},
+		{&e.ClusterImages.Memjs, "e2e/memjs-app:1", func() (v1.Image, error) {
+			return images.MemjsApp(filepath.Join(e.RepoRoot, "test", "e2e", "apps", "memjs", "app.js"), filepath.Join(e.BinDir, "memjs-app", "node_modules"))
 		}},
 	} {
 		// Each image is built (most of it gzip) and pushed beside the others: the cores, not
@@ -201,14 +208,21 @@ func (e *Env) mirrorExampleImages(ctx context.Context) ([]string, error) {
 	return registries, nil
 }
 
+// PythonApp is where the Python applications' image holds the script of the application on
+// the library app (test/e2e/apps/<app>/app.py): a pod runs it by naming it as its first
+// argument.
+func PythonApp(app string) string { return "/app/" + app + "/app.py" }
+
 // CrossplaneVersion is the version of the pinned Crossplane core the lane's image holds.
 const CrossplaneVersion = "v2.4.0"
 
 // ClusterImages are the cluster's own images in the registry, as the nodes pull them: its
 // add-ons', Crossplane's, and applications on real client libraries: App on gomemcache
-// (test/e2e/cmd/memcached-app), Pymemcache on pymemcache (test/e2e/apps/pymemcache).
+// (test/e2e/cmd/memcached-app); Python on pymemcache and pylibmc, one script each
+// (test/e2e/apps/pymemcache and pylibmc: a pod's first argument is PythonApp's path); Memjs on
+// memjs (test/e2e/apps/memjs).
 type ClusterImages struct {
-	Crossplane, CoreDNS, KubeProxy, App, Pymemcache string
+	Crossplane, CoreDNS, KubeProxy, App, Python, Memjs string
 	// MemcachedNext is the node lane's memcached image again under another tag: to a
 	// Deployment, an image upgrade, which the rollout scenario rolls a claim to.
 	MemcachedNext string
