@@ -352,9 +352,7 @@ func holdAs(rsp *fnv1.RunFunctionResponse, o *observation, m render.Memcached, c
 	// Nothing rendered, yet the endpoint and the pods' selector are known when the target
 	// is, and the credentials of what runs stay in the connection details.
 	r := rendered{endpoint: render.Endpoint(m), connection: render.ConnectionDetails(m), selector: selector(m)}
-	if s := o.resources[KeyAuthSecret].GetResource(); s != nil {
-		secret := credentials.ObservedSecret(secretData(s, authSecretKeys...), map[string]string{
-			render.AnnotationAuthMode: str(s, "metadata", "annotations", render.AnnotationAuthMode)})
+	if secret := authSecret(o.resources[KeyAuthSecret].GetResource()); secret != nil {
 		if a, ok := credentials.Held(secret, func(render.Auth) bool { return true }); ok {
 			held := m
 			held.Auth = &a

@@ -37,13 +37,7 @@ const RequirementTLSSecret = "memcached-tls-secret"
 // returns the wait and the credentials of the observed auth Secret, which keep serving, or
 // none (nil) when none may: then nothing new may run.
 func credentialsOf(store *credentials.Store, owner credentials.Owner, want credentials.Want, observed, deployment *structpb.Struct) (*render.Auth, *credentials.Waiting, error) {
-	var secret *credentials.Secret
-	if observed != nil {
-		secret = credentials.ObservedSecret(secretData(observed, authSecretKeys...), map[string]string{
-			render.AnnotationRotation: str(observed, "metadata", "annotations", render.AnnotationRotation),
-			render.AnnotationAuthMode: str(observed, "metadata", "annotations", render.AnnotationAuthMode),
-		})
-	}
+	secret := authSecret(observed)
 	running := str(deployment, "spec", "template", "metadata", "annotations", render.AnnotationCredentials)
 	unsalted := func(a render.Auth) bool { return running == render.CredentialsDigest(a) }
 	a, err := store.Get(owner, want, secret, unsalted)
@@ -60,6 +54,18 @@ func credentialsOf(store *credentials.Store, owner credentials.Owner, want crede
 		return nil, nil, err
 	}
 	return &a, nil, nil
+}
+
+// authSecret is what an observed auth Secret (nil when not observed) holds, as package
+// credentials reads it.
+func authSecret(s *structpb.Struct) *credentials.Secret {
+	if s == nil {
+		return nil
+	}
+	return credentials.ObservedSecret(secretData(s, authSecretKeys...), map[string]string{
+		render.AnnotationRotation: str(s, "metadata", "annotations", render.AnnotationRotation),
+		render.AnnotationAuthMode: str(s, "metadata", "annotations", render.AnnotationAuthMode),
+	})
 }
 
 // authSecretKeys are the keys of an auth Secret the credentials are read back from, in every
@@ -157,20 +163,15 @@ func requireTLSSecret(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionReques
 // that is due stays as it runs until the spec is valid again, since renewing either rolls the
 // replicas; so do new credentials that would wait.
 func (f *Function) renewHeldClientCertificate(rsp *fnv1.RunFunctionResponse, o *observation, d *decision, v *verdict) {
-	s := o.resources[KeyAuthSecret].GetResource()
-	mode := str(s, "metadata", "annotations", render.AnnotationAuthMode)
-	if s == nil || mode != cachev1alpha1.AuthModeClientCertificate || d.t.namespace == "" {
+	secret := authSecret(o.resources[KeyAuthSecret].GetResource())
+	if secret == nil || secret.Mode != cachev1alpha1.AuthModeClientCertificate || d.t.namespace == "" {
 		return
 	}
-	secret := credentials.ObservedSecret(secretData(s, authSecretKeys...), map[string]string{
-		render.AnnotationRotation: str(s, "metadata", "annotations", render.AnnotationRotation),
-		render.AnnotationAuthMode: mode,
-	})
 	running, ok := credentials.Held(secret, func(render.Auth) bool { return true })
 	if !ok {
 		return
 	}
-	m := render.Memcached{Name: d.m.Name, Namespace: d.m.Namespace, Auth: &render.Auth{Mode: mode, Rotation: secret.Rotation}}
+	m := render.Memcached{Name: d.m.Name, Namespace: d.m.Namespace, Auth: &render.Auth{Mode: secret.Mode, Rotation: secret.Rotation}}
 	owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
 	a, err := f.credentials.Get(owner, credentialsWant(m, f.now()), secret, nil)
 	c, r := a.Certificates, running.Certificates
