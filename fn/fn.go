@@ -270,7 +270,7 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 	// creates the XR sets), or its claim's.
 	if len(d.errs) == 0 && d.m.Auth != nil && d.placement == nil {
 		owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
-		want := credentialsWant(d.m, f.now())
+		want := credentials.WantFor(d.m, f.now())
 		a, w, err := credentialsOf(f.credentials, owner, want, o.resources[KeyAuthSecret].GetResource(), o.resources[KeyDeployment].GetResource())
 		if err != nil {
 			return err
@@ -289,12 +289,6 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 		}
 	}
 	return nil
-}
-
-// credentialsWant is what the credentials of m, resolved with auth on, are asked for at now.
-func credentialsWant(m render.Memcached, now time.Time) credentials.Want {
-	return credentials.Want{Mode: m.Auth.Mode, Rotation: m.Auth.Rotation, Now: now,
-		Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
 }
 
 // decideSpec derives where the XR's objects live and resolves its spec into d. It returns

@@ -173,7 +173,7 @@ func (f *Function) renewHeldClientCertificate(rsp *fnv1.RunFunctionResponse, o *
 	}
 	m := render.Memcached{Name: d.m.Name, Namespace: d.m.Namespace, Auth: &render.Auth{Mode: secret.Mode, Rotation: secret.Rotation}}
 	owner := credentials.Owner{Namespace: d.t.namespace, UID: credentialKey(o.xr, d.t)}
-	a, err := f.credentials.Get(owner, credentialsWant(m, f.now()), secret, nil)
+	a, err := f.credentials.Get(owner, credentials.WantFor(m, f.now()), secret, nil)
 	c, r := a.Certificates, running.Certificates
 	if err != nil || c.CA != r.CA || c.CAKey != r.CAKey || c.Server != r.Server {
 		return

@@ -144,6 +144,14 @@ func SameMode(a, b string) bool {
 	return cmp.Or(a, cachev1alpha1.AuthModePassword) == cmp.Or(b, cachev1alpha1.AuthModePassword)
 }
 
+// WantFor is what the credentials of m, resolved with auth on, are asked for at now: its
+// mode and rotation, and its name and hosts for the certificates. The function and the
+// provider ask alike.
+func WantFor(m render.Memcached, now time.Time) Want {
+	return Want{Mode: m.Auth.Mode, Rotation: m.Auth.Rotation, Now: now,
+		Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
+}
+
 // mode is w's mode, Password when empty.
 func (w Want) mode() string {
 	return cmp.Or(w.Mode, cachev1alpha1.AuthModePassword)

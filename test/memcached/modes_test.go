@@ -23,7 +23,6 @@ import (
 	cachev1alpha1 "github.com/example/function-memcached/apis/cache/v1alpha1"
 	creds "github.com/example/function-memcached/internal/credentials"
 	"github.com/example/function-memcached/internal/memcachedtest"
-	"github.com/example/function-memcached/internal/pki"
 	"github.com/example/function-memcached/internal/render"
 	"github.com/example/function-memcached/internal/resolve"
 )
@@ -41,9 +40,9 @@ func issue(t testing.TB, m render.Memcached, mode, rotation string, now time.Tim
 		s := render.AuthSecret(*observed)
 		secret = creds.ObservedSecret(s.Data, s.Annotations)
 	}
-	want := creds.Want{Mode: mode, Rotation: rotation, Now: now,
-		Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
-	var store *creds.Store // Remembers nothing: each call is one reconcile's.
+	m.Auth = &render.Auth{Mode: mode, Rotation: rotation}
+	want := creds.WantFor(m, now) // As the function and the provider ask.
+	var store *creds.Store        // Remembers nothing: each call is one reconcile's.
 	a, err := store.Get(creds.Owner{Namespace: m.Namespace, UID: m.Namespace + "/" + m.Name}, want, secret, nil)
 	if err != nil {
 		t.Fatalf("credentials of mode %s at %s: %v", mode, now, err)

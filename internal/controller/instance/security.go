@@ -69,8 +69,7 @@ func (e *External) secure(ctx context.Context, cr *v1alpha1.Instance, m render.M
 			secret = credentials.ObservedSecret(s.Data, s.GetAnnotations())
 		}
 		owner := credentials.Owner{Namespace: cr.GetNamespace(), UID: string(cr.GetUID())}
-		want := credentials.Want{Mode: m.Auth.Mode, Rotation: m.Auth.Rotation, Now: e.now(),
-			Subject: m.Namespace + "/" + m.Name, Hosts: pki.Hosts(render.Host(m), m.Name, m.Namespace)}
+		want := credentials.WantFor(m, e.now())
 		a, err := e.Credentials.Get(owner, want, secret, nil)
 		var w *credentials.Waiting
 		switch {
