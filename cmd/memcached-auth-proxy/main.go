@@ -7,7 +7,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,6 +27,7 @@ type cli struct {
 	Credentials      string        `help:"Directory holding the files username and password (the mounted auth Secret)." default:"/etc/memcached/auth"`
 	Timeout          time.Duration `help:"How long dialing and authenticating one connection, and with sasl answering one command, may take." default:"5s"`
 	IdleTimeout      time.Duration `help:"With sasl, how long a connection may wait between commands before it is closed." default:"1m"`
+	HealthListen     string        `help:"Address to answer the kubelet's liveness probe on (GET /healthz); empty answers none. The pod's IP, since the kubelet probes from the node." default:""`
 }
 
 // Run serves until SIGTERM or SIGINT.
@@ -45,7 +48,25 @@ func (c *cli) Run() error {
 		Log: func(msg string, kv ...any) {
 			fmt.Fprintln(os.Stderr, append([]any{"memcached-auth-proxy:", msg}, kv...)...)
 		}}
-	return p.Serve(ctx, l)
+	if c.HealthListen == "" {
+		return p.Serve(ctx, l)
+	}
+	hl, err := net.Listen("tcp", c.HealthListen)
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("cannot listen on %s for the liveness probe: %w", c.HealthListen, err)
+	}
+	// Either stopping stops both: a proxy without its health listener would be restarted
+	// for nothing, and a health listener without a proxy would lie.
+	ctx, cancel := context.WithCancel(ctx)
+	health := make(chan error, 1)
+	go func() {
+		defer cancel()
+		health <- authproxy.ServeHealth(ctx, hl, p)
+	}()
+	err = p.Serve(ctx, l)
+	cancel()
+	return errors.Join(err, <-health)
 }
 
 func main() {

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,7 +119,12 @@ type Proxy struct {
 	// Log reports a connection that could not be relayed, or a command refused; nil logs
 	// nothing.
 	Log func(msg string, keysAndValues ...any)
+
+	serving atomic.Bool
 }
+
+// Serving reports whether Serve is accepting connections; the health listener says so.
+func (p *Proxy) Serving() bool { return p.serving.Load() }
 
 // Serve accepts connections on l until ctx is done, then closes l and every connection it
 // relays, and returns once they are all closed. A Protocol it does not know closes l and is
@@ -137,6 +143,8 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 		conns.closeAll()
 	})
 	defer stop()
+	p.serving.Store(true)
+	defer p.serving.Store(false)
 	for {
 		c, err := l.Accept()
 		if err != nil {

@@ -178,7 +178,7 @@ func (l *logBuffer) String() string {
 
 // serveSASL runs p in SASL mode on loopback until the test ends (checking that it then
 // returns promptly, every connection closed) and returns its address and its log.
-func serveSASL(t *testing.T, p Proxy) (string, *logBuffer) {
+func serveSASL(t *testing.T, p *Proxy) (string, *logBuffer) {
 	t.Helper()
 	l, err := Listen("127.0.0.1:0")
 	if err != nil {
@@ -376,7 +376,7 @@ func TestSASLTranslation(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			upstream := tc.args.fake.start(t)
-			addr, logs := serveSASL(t, Proxy{Upstream: upstream, Credentials: tc.args.creds, Timeout: tc.args.timeout, IdleTimeout: tc.args.idleTimeout})
+			addr, logs := serveSASL(t, &Proxy{Upstream: upstream, Credentials: tc.args.creds, Timeout: tc.args.timeout, IdleTimeout: tc.args.idleTimeout})
 			got := exchange(t, addr, tc.args.send)
 			if diff := cmp.Diff(tc.want.answer, got); diff != "" {
 				t.Errorf("%s\nanswer to %q: -want, +got:\n%s", tc.reason, tc.args.send, diff)
@@ -416,7 +416,7 @@ func TestServeUnknownProtocol(t *testing.T) {
 // another client's connection.
 func TestSASLConnectionsApart(t *testing.T) {
 	fake := &fakeMemcached{stats: exporterFake}
-	addr, _ := serveSASL(t, Proxy{Upstream: fake.start(t), Credentials: Credentials{saslUser, saslPassword}})
+	addr, _ := serveSASL(t, &Proxy{Upstream: fake.start(t), Credentials: Credentials{saslUser, saslPassword}})
 	held, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +505,7 @@ func TestProxySASL(t *testing.T) {
 	setSASL(t, addr, "greeting", "hello")
 
 	t.Run("Exporter", func(t *testing.T) {
-		p, _ := serveSASL(t, Proxy{Upstream: addr, Credentials: Credentials{saslUser, saslPassword}})
+		p, _ := serveSASL(t, &Proxy{Upstream: addr, Credentials: Credentials{saslUser, saslPassword}})
 		metrics := scrape(t, p, "1")
 		for _, want := range []string{
 			`memcached_version{version="1.6.`,          // stats
@@ -522,7 +522,7 @@ func TestProxySASL(t *testing.T) {
 	})
 
 	t.Run("WrongPassword", func(t *testing.T) {
-		p, logs := serveSASL(t, Proxy{Upstream: addr, Credentials: Credentials{saslUser, "not-the-password"}})
+		p, logs := serveSASL(t, &Proxy{Upstream: addr, Credentials: Credentials{saslUser, "not-the-password"}})
 		scrape(t, p, "0")
 		log := logs.String()
 		if !strings.Contains(log, "Cannot authenticate to memcached") || !strings.Contains(log, "memcached refused the credentials") {
@@ -534,7 +534,7 @@ func TestProxySASL(t *testing.T) {
 	})
 
 	t.Run("CacheCommandsRefused", func(t *testing.T) {
-		p, _ := serveSASL(t, Proxy{Upstream: addr, Credentials: Credentials{saslUser, saslPassword}})
+		p, _ := serveSASL(t, &Proxy{Upstream: addr, Credentials: Credentials{saslUser, saslPassword}})
 		c := memcache.New(p)
 		c.Timeout = 2 * time.Second
 		if err := c.Set(&memcache.Item{Key: "planted", Value: []byte("x")}); err == nil {
