@@ -38,6 +38,11 @@ const (
 	LoopbackPort = 11212
 	// AuthProxyPort is where the auth proxy listens, on 127.0.0.1, for the exporter.
 	AuthProxyPort = 11213
+	// AuthProxyHealthPort is where the auth proxy answers the kubelet's liveness probe, on
+	// the pod's IP (the kubelet probes from the node; the NetworkPolicy admits no one else).
+	AuthProxyHealthPort = 9151
+	// AuthProxyHealthPortName names the auth proxy's health port.
+	AuthProxyHealthPortName = "proxy-health"
 )
 
 // Memcached is a fully resolved Memcached: validated, with every default applied. The

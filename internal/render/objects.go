@@ -58,6 +58,49 @@ const (
 	ReadinessPeriodSeconds = 2
 )
 
+// How the kubelet finds a hung sidecar (the exporter, the auth proxy) and restarts it. A
+// sidecar costs metrics, never serving: it has no readiness probe, since a pod is Ready only
+// while every one of its containers is, and a container without a readiness probe is Ready
+// while it runs. Its liveness probe is HTTP, since the kernel completes a TCP handshake for a
+// stopped or wedged process from the listen backlog, and asks for a page that does not reach
+// memcached, so that a slow or restarting memcached never restarts its sidecars. Thresholds
+// an SRE would choose for something that costs only metrics: three missed answers in a row,
+// ten seconds apart, each allowed five seconds (a node short of CPU is not a hang), restart
+// the sidecar within about 30 seconds of hanging (docs/operations.md#when-a-sidecar-fails).
+const (
+	// SidecarLivenessDelaySeconds is how long after a sidecar starts its first liveness probe
+	// runs.
+	SidecarLivenessDelaySeconds = 10
+	// SidecarLivenessPeriodSeconds is how often a sidecar's liveness probe runs.
+	SidecarLivenessPeriodSeconds = 10
+	// SidecarLivenessTimeoutSeconds is how long one probe waits for an answer.
+	SidecarLivenessTimeoutSeconds = 5
+	// SidecarLivenessFailures is how many probes in a row must fail before the restart.
+	SidecarLivenessFailures = 3
+	// SidecarKillGraceSeconds is how long a sidecar the probe failed gets between SIGTERM and
+	// SIGKILL, instead of the pod's 30 s: a stopped process never handles SIGTERM, and a
+	// sidecar has nothing to drain.
+	SidecarKillGraceSeconds = 2
+)
+
+// ExporterLivenessPath is what the exporter's liveness probe asks for: the exporter's landing
+// page (exporter-toolkit's, in every version from v0.11), which never scrapes memcached, where
+// /metrics would.
+const ExporterLivenessPath = "/"
+
+// sidecarLivenessProbe is a sidecar's liveness probe: HTTP GET path on the named port.
+func sidecarLivenessProbe(port, path string) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:                  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port), Scheme: corev1.URISchemeHTTP}},
+		InitialDelaySeconds:           SidecarLivenessDelaySeconds,
+		PeriodSeconds:                 SidecarLivenessPeriodSeconds,
+		TimeoutSeconds:                SidecarLivenessTimeoutSeconds,
+		SuccessThreshold:              1,
+		FailureThreshold:              SidecarLivenessFailures,
+		TerminationGracePeriodSeconds: ptr.To[int64](SidecarKillGraceSeconds),
+	}
+}
+
 // Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
 // Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
 // seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
@@ -262,11 +305,9 @@ func exporterContainer(m Memcached) corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
 		},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(MetricsPortName)}},
-			InitialDelaySeconds: ReadinessDelaySeconds,
-			PeriodSeconds:       ReadinessPeriodSeconds,
-		},
+		// No readiness probe: only memcached decides whether a replica serves (a pod is Ready
+		// only when every container is), and a container without one is ready while it runs.
+		LivenessProbe:   sidecarLivenessProbe(MetricsPortName, ExporterLivenessPath),
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}

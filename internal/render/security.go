@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"strconv"
 
+	"github.com/example/function-memcached/internal/authproxy"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -420,11 +422,14 @@ func authProxyContainer(m Memcached) corev1.Container {
 		Name:         AuthProxyContainerName,
 		Image:        m.AuthProxyImage,
 		Args:         authProxyArgs(m),
+		Ports:        []corev1.ContainerPort{{Name: AuthProxyHealthPortName, ContainerPort: AuthProxyHealthPort, Protocol: corev1.ProtocolTCP}},
 		VolumeMounts: []corev1.VolumeMount{{Name: authVolume, MountPath: AuthDir, ReadOnly: true}},
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: mem},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
 		},
+		// Restarted when it hangs; never gates the pod's readiness (sidecarLivenessProbe).
+		LivenessProbe:   sidecarLivenessProbe(AuthProxyHealthPortName, authproxy.HealthPath),
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}
@@ -437,6 +442,7 @@ func authProxyArgs(m Memcached) []string {
 		"--listen=127.0.0.1:" + strconv.Itoa(AuthProxyPort),
 		"--upstream=" + plaintextAddress(m),
 		"--credentials=" + AuthDir,
+		"--health-listen=:" + strconv.Itoa(AuthProxyHealthPort),
 	}
 	if SASL(m) {
 		args = append(args, "--upstream-protocol=sasl")

@@ -116,7 +116,7 @@ func TestContainers(t *testing.T) {
 				m.Metrics, m.Auth, m.AuthProxyImage = true, &Auth{Username: "u", Password: "p"}, "proxy:1"
 			},
 			want: map[string][]string{"exporter": {"--memcached.address=127.0.0.1:11213"},
-				"auth-proxy": {"--listen=127.0.0.1:11213", "--upstream=127.0.0.1:11211", "--credentials=/etc/memcached/auth"}},
+				"auth-proxy": {"--listen=127.0.0.1:11213", "--upstream=127.0.0.1:11211", "--credentials=/etc/memcached/auth", "--health-listen=:9151"}},
 		},
 		"AuthAndTLS": {
 			reason: "With both the proxy reaches memcached on its plaintext loopback listener.",
@@ -124,7 +124,7 @@ func TestContainers(t *testing.T) {
 				m.Metrics, m.Auth, m.AuthProxyImage, m.TLS = true, &Auth{Username: "u", Password: "p"}, "proxy:1", &TLS{SecretName: "t"}
 			},
 			want: map[string][]string{"exporter": {"--memcached.address=127.0.0.1:11213"},
-				"auth-proxy": {"--listen=127.0.0.1:11213", "--upstream=127.0.0.1:11212", "--credentials=/etc/memcached/auth"}},
+				"auth-proxy": {"--listen=127.0.0.1:11213", "--upstream=127.0.0.1:11212", "--credentials=/etc/memcached/auth", "--health-listen=:9151"}},
 		},
 	}
 	for name, tc := range cases {
