@@ -195,6 +195,9 @@ func TestRunFunction(t *testing.T) {
 		"pods-crash-loop": {
 			reason: "A crash-looping pod is named with how it last exited and how often it restarted.",
 		},
+		"pods-sidecar-crash-loop": {
+			reason: "A pod whose exporter crash-loops is out of its Service (a container that is not running is not Ready, whatever its probes): the claim names the sidecar, so that no one blames memcached, which runs.",
+		},
 		"pods-oom-killed": {
 			reason: "Containers the kernel killed for memory are named OOMKilled with their restart counts.",
 		},

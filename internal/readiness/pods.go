@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/example/function-memcached/internal/render"
 )
 
 // MaxPodsTold is how many pods Pods names at most: enough to show a pattern, short enough
@@ -19,6 +21,7 @@ const maxDetail = 120
 // ones (at most MaxPodsTold, worst first), each with what keeps it from serving, for example
 //
 //	sessions-7d9f-x2: ImagePullBackOff (Back-off pulling image "memcached:1.6.99")
+//	sessions-7d9f-x3: sidecar exporter CrashLoopBackOff: OOMKilled, restarted 5 times
 //
 // It is empty when no pod has anything to tell: pods still being deleted and ready pods are
 // not a reason.
@@ -83,6 +86,11 @@ func diagnose(p corev1.Pod) (int, string) {
 	rank, why := 0, ""
 	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 		r, w := container(cs)
+		if r > 0 && cs.Name != render.ContainerName {
+			// A sidecar (the exporter, the auth proxy) is named: what keeps the pod out of
+			// its Service is then not memcached, whose cache may be intact.
+			w = "sidecar " + cs.Name + " " + w
+		}
 		if r > rank {
 			rank, why = r, w
 		}

@@ -79,6 +79,17 @@ func TestPods(t *testing.T) {
 				restarted(4, "Error", 71))},
 			want: "sessions-x2: CrashLoopBackOff: Error (exit code 71), restarted 4 times",
 		},
+		"SidecarCrashLoop": {
+			reason: "A sidecar that keeps crashing keeps its pod out of the Service (a container that is not running is not Ready): it is named, so that no one blames memcached.",
+			pods: []corev1.Pod{pod("sessions-x2", func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+					Name: "exporter", RestartCount: 5,
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}},
+				})
+			})},
+			want: "sessions-x2: sidecar exporter CrashLoopBackOff: OOMKilled, restarted 5 times",
+		},
 		"OOMKilled": {
 			reason: "A container the kernel killed for memory says OOMKilled, whether it is starting again or backing off; one that serves again is no reason.",
 			pods: []corev1.Pod{
