@@ -84,8 +84,10 @@ const (
 )
 
 // ExporterLivenessPath is what the exporter's liveness probe asks for: the exporter's landing
-// page (exporter-toolkit's, in every version from v0.11), which never scrapes memcached, where
-// /metrics would.
+// page, which never scrapes memcached, where /metrics would. memcached_exporter serves one
+// there unless its metrics path is "/" (which the renderer never sets): exporter-toolkit's in
+// v0.14.4, which the node lane runs, and on its main branch after v0.15.4; a static page in
+// older versions.
 const ExporterLivenessPath = "/"
 
 // sidecarLivenessProbe is a sidecar's liveness probe: HTTP GET path on the named port.
