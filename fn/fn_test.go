@@ -99,6 +99,12 @@ func TestRunFunction(t *testing.T) {
 		"invalid-image-registry": {
 			reason: "An image from a registry the policy does not allow is rejected, naming the allowed registries.",
 		},
+		"invalid-image-digest-required": {
+			reason: "With policy.requireImageDigests, an image named by its tag alone is InvalidSpec naming spec.image, the image and the rule; nothing is composed.",
+		},
+		"image-digest-required": {
+			reason: "With policy.requireImageDigests, an image named by tag and digest from an allowed registry runs as written.",
+		},
 		"invalid-input": {
 			reason: "An Input field of the wrong type is a Fatal result naming the field.",
 		},

@@ -1,10 +1,13 @@
 // Command push-index pushes image tarballs (one per platform, as cmd/runtime-image writes them)
 // as one multi-arch image index under one tag, so that every node pulls the binary it can run.
 // `make push` uses it for the auth proxy's image, where `crossplane xpkg push` does the same
-// for the function's packages. It only wires flags to go-containerregistry.
+// for the function's packages, and prints the reference with the index's digest, which a
+// release names the image by. It only wires flags to go-containerregistry.
 package main
 
 import (
+	"fmt"
+
 	"github.com/alecthomas/kong"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -46,7 +49,17 @@ func (c *cli) Run() error {
 			Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant},
 		}})
 	}
-	return errors.Wrapf(remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)), "cannot push %s", ref)
+	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return errors.Wrapf(err, "cannot push %s", ref)
+	}
+	// The reference a release names the image by: its tag and the digest of what was pushed
+	// (docs/images.md), so that every node runs these bytes.
+	d, err := idx.Digest()
+	if err != nil {
+		return errors.Wrapf(err, "cannot compute the digest of %s", ref)
+	}
+	fmt.Printf("pushed %s@%s\n", c.Tag, d)
+	return nil
 }
 
 func main() {

@@ -148,6 +148,13 @@ type Policy struct {
 	// +optional
 	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
 
+	// RequireImageDigests refuses a claim's spec.image that names no digest
+	// (image@sha256:<64 hex digits>, with or without a tag before it), so that every node runs
+	// the bytes the platform reviewed under that name. The Input's own defaults are not
+	// checked: the platform names them.
+	// +optional
+	RequireImageDigests bool `json:"requireImageDigests,omitempty"`
+
 	// RequireAuth refuses claims that turn authentication off (spec.auth.enabled: false).
 	// +optional
 	RequireAuth bool `json:"requireAuth,omitempty"`

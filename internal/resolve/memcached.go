@@ -56,7 +56,7 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 	if spec.Image != "" {
 		// The default was checked with the Input; a user's image is checked here.
 		m.Image = spec.Image
-		errs = append(errs, s.checkImage(root.Child("image"), spec.Image)...)
+		errs = append(errs, s.checkClaimImage(root.Child("image"), spec.Image)...)
 	}
 	if ha := spec.HighAvailability; ha != nil {
 		m.HighAvailability = ptr.Deref(ha.Enabled, true)

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -126,6 +127,47 @@ func TestMemcached(t *testing.T) {
 				in: &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"docker.io"}}}},
 			want: want{m: with(func(m *render.Memcached) { m.Image = "memcached:1.6.38" })},
 		},
+		"DigestRequiredTagOnly": {
+			reason: "With policy.requireImageDigests, an image named by its tag alone is refused, naming the field, the value and the rule.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "memcached:1.6.39-alpine"},
+				in: &v1beta1.Input{Policy: v1beta1.Policy{RequireImageDigests: true}}},
+			want: want{errs: []string{`spec.image: Invalid value: "memcached:1.6.39-alpine": must name its digest, like memcached:1.6.39-alpine@sha256:<64 hex digits>: policy.requireImageDigests requires one, so that every node runs the same bytes`}},
+		},
+		"DigestRequiredShortDigest": {
+			reason: "A digest that is not sha256 and 64 hex digits is no reference at all.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "memcached@sha256:eca5d776"},
+				in: &v1beta1.Input{Policy: v1beta1.Policy{RequireImageDigests: true}}},
+			want: want{errs: []string{`spec.image: Invalid value: "memcached@sha256:eca5d776": must be a valid image reference, like memcached:1.6.39-alpine`}},
+		},
+		"DigestRequiredByDigest": {
+			reason: "An image named by its digest alone passes the digest rule and, from docker.io, the registry rule.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "memcached@sha256:" + strings.Repeat("ab", 32)},
+				in: &v1beta1.Input{Policy: v1beta1.Policy{RequireImageDigests: true, AllowedRegistries: []string{"docker.io"}}}},
+			want: want{m: with(func(m *render.Memcached) { m.Image = "memcached@sha256:" + strings.Repeat("ab", 32) })},
+		},
+		"DigestRequiredTagAndDigest": {
+			reason: "An image named by tag and digest passes both rules: the registry is read from the name either way.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "registry.example.com:5000/cache/memcached:1.6.39-alpine@sha256:" + strings.Repeat("cd", 32)},
+				in: &v1beta1.Input{
+					Defaults: v1beta1.Defaults{Image: "registry.example.com:5000/cache/memcached:1.6.39-alpine", ExporterImage: "registry.example.com:5000/prom/memcached-exporter:v0.15.4"},
+					Policy:   v1beta1.Policy{RequireImageDigests: true, AllowedRegistries: []string{"registry.example.com:5000"}},
+				}},
+			want: want{m: with(func(m *render.Memcached) {
+				m.Image = "registry.example.com:5000/cache/memcached:1.6.39-alpine@sha256:" + strings.Repeat("cd", 32)
+				m.ExporterImage = "registry.example.com:5000/prom/memcached-exporter:v0.15.4"
+			})},
+		},
+		"DigestDoesNotEscapeRegistries": {
+			reason: "A digest does not let an image from a registry the policy does not list through.",
+			args: args{spec: v1alpha1.MemcachedSpec{Image: "ghcr.io/evil/memcached:1.6@sha256:" + strings.Repeat("ef", 32)},
+				in: &v1beta1.Input{Policy: v1beta1.Policy{RequireImageDigests: true, AllowedRegistries: []string{"docker.io"}}}},
+			want: want{errs: []string{`spec.image: Invalid value: "ghcr.io/evil/memcached:1.6@sha256:` + strings.Repeat("ef", 32) + `": registry ghcr.io is not allowed; policy.allowedRegistries allows docker.io`}},
+		},
+		"DigestNotRequired": {
+			reason: "Without the policy, an image named by its tag alone is accepted as before.",
+			args:   args{spec: v1alpha1.MemcachedSpec{Image: "memcached:1.6.38"}},
+			want:   want{m: with(func(m *render.Memcached) { m.Image = "memcached:1.6.38" })},
+		},
 		"CPULimitBelowRequest": {
 			reason: "A CPU limit below the request could never be scheduled as asked.",
 			args:   args{spec: v1alpha1.MemcachedSpec{Resources: &v1alpha1.CPUResources{Limits: &v1alpha1.CPU{CPU: "50m"}}}},
@@ -217,7 +259,7 @@ func TestNewSettings(t *testing.T) {
 		"DefaultImageNotAllowed": {
 			reason: "The default images must come from an allowed registry too, naming both fields.",
 			in:     &v1beta1.Input{Policy: v1beta1.Policy{AllowedRegistries: []string{"registry.example.com"}}},
-			want: "invalid function Input: [defaults.image: Invalid value: \"memcached:1.6.39-alpine\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, " +
+			want: "invalid function Input: [defaults.image: Invalid value: \"" + DefaultImage + "\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, " +
 				"defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com]",
 		},
 		"SmallPolicy": {

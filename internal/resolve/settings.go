@@ -25,10 +25,13 @@ import (
 
 // Built-in defaults, used where neither a claim nor the Input says otherwise.
 const (
-	// DefaultImage is a pinned memcached release on Alpine: small, and never "latest", so
-	// that a node pulling the image months later gets what was tested.
-	DefaultImage = "memcached:1.6.39-alpine"
-	// DefaultExporterImage is the pinned Prometheus memcached exporter.
+	// DefaultImage is a pinned memcached release on Alpine: small, and never "latest", and
+	// pinned by the digest of its multi-platform index as its publisher lists it, so that
+	// every node, whenever it pulls, runs the same bytes (docs/images.md says where the
+	// digest comes from and how a release chooses a new one).
+	DefaultImage = "memcached:1.6.39-alpine@sha256:eca5d776fe62e6ffe5e27e1a4d357e0bbd9ac609a271243c210599a898122ad2"
+	// DefaultExporterImage is the pinned Prometheus memcached exporter, by tag only: no
+	// digest its publisher lists could be had (docs/images.md).
 	DefaultExporterImage = "prom/memcached-exporter:v0.15.4"
 	// DefaultSize is one replica: the smallest Memcached, for a claim that names no size.
 	DefaultSize = 1
@@ -68,6 +71,8 @@ type Settings struct {
 	MaxSize           int64
 	MaxMemoryLimitMB  int64
 	AllowedRegistries []string
+	// RequireImageDigests refuses a claim's image that names no digest.
+	RequireImageDigests bool
 	// ProviderConfigRef places claims that name none in another cluster; nil keeps them here.
 	ProviderConfigRef *cachev1alpha1.ProviderConfigReference
 	// AllowedProviderConfigs, when not empty, are the only ProviderConfigs a Memcached may
@@ -114,12 +119,13 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		in = &v1beta1.Input{}
 	}
 	s := Settings{
-		Image:             DefaultImage,
-		ExporterImage:     DefaultExporterImage,
-		MaxSize:           int64(ptr.Deref(in.Policy.MaxSize, DefaultMaxSize)),
-		MaxMemoryLimitMB:  int64(ptr.Deref(in.Policy.MaxMemoryLimitMB, DefaultMaxMemoryLimitMB)),
-		AllowedRegistries: in.Policy.AllowedRegistries,
-		PodDiagnostics:    ptr.Deref(in.Diagnostics.Pods, true),
+		Image:               DefaultImage,
+		ExporterImage:       DefaultExporterImage,
+		MaxSize:             int64(ptr.Deref(in.Policy.MaxSize, DefaultMaxSize)),
+		MaxMemoryLimitMB:    int64(ptr.Deref(in.Policy.MaxMemoryLimitMB, DefaultMaxMemoryLimitMB)),
+		AllowedRegistries:   in.Policy.AllowedRegistries,
+		RequireImageDigests: in.Policy.RequireImageDigests,
+		PodDiagnostics:      ptr.Deref(in.Diagnostics.Pods, true),
 
 		RequireAuth:            in.Policy.RequireAuth,
 		AuthMode:               cmp.Or(in.Defaults.Auth.Mode, cachev1alpha1.AuthModePassword),
@@ -273,6 +279,36 @@ func (s Settings) checkImage(p *field.Path, image string) field.ErrorList {
 		}
 	}
 	return field.ErrorList{field.Invalid(p, image, "registry "+reg+" is not allowed; policy.allowedRegistries allows "+strings.Join(s.AllowedRegistries, ", "))}
+}
+
+// checkClaimImage is checkImage for the image a claim names, which the platform's policy may
+// also require to name a digest.
+func (s Settings) checkClaimImage(p *field.Path, image string) field.ErrorList {
+	if errs := s.checkImage(p, image); len(errs) > 0 {
+		return errs
+	}
+	if !s.RequireImageDigests {
+		return nil
+	}
+	if _, ok := ImageDigest(image); !ok {
+		return field.ErrorList{field.Invalid(p, image,
+			"must name its digest, like memcached:1.6.39-alpine@sha256:<64 hex digits>: policy.requireImageDigests requires one, so that every node runs the same bytes")}
+	}
+	return nil
+}
+
+// ImageDigest is the digest a valid image reference names (sha256:<64 hex digits>, after
+// an @), with or without a tag before it.
+func ImageDigest(image string) (string, bool) {
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return "", false
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return "", false
+	}
+	return d.DigestStr(), true
 }
 
 // normalizeRegistry maps Docker Hub's aliases to one name, so that a policy naming

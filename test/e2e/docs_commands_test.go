@@ -38,8 +38,9 @@ const docsCommandTimeout = 10 * time.Minute
 // `crossplane ` (optionally after `$ `) runs, in order per file, from the repository root, with
 // the suite's kubectl and crossplane CLI and the admin kubeconfig. The only substitutions are
 // the suite's package references and registry in place of the docs' (example/functions.yaml's
-// package, a Provider's package, and that registry in a command's package reference); the
-// scenario logs each one it makes. Before the docs run, the names check: `kubectl get
+// package, a Provider's package, and that registry in a command's package reference) and, in a
+// lane that serves its own builds of images the examples name by digest, the lane's references
+// (env.ImageSubstitutions); the scenario logs each one it makes. Before the docs run, the names check: `kubectl get
 // memcached -n <ns>` lists a claim while a namespaced XR exists in another namespace, and the
 // other way round, also for a member of the team who may read only its Memcacheds; each short
 // name lists only its own kind; and the short names and categories of the XRDs reach the CRDs
@@ -359,6 +360,10 @@ func newDocsRunner(t *testing.T) *docsRunner {
 	}
 	if len(r.replace) == 0 {
 		t.Fatal("example/functions.yaml names no Function package")
+	}
+	// Where the lane serves its own build of an image the examples name by digest.
+	for _, s := range env.ImageSubstitutions {
+		r.replace = append(r.replace, docsSubstitution{what: "the lane's image for " + s.Field, from: s.From, to: s.To, inFiles: true})
 	}
 	return r
 }

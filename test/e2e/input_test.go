@@ -9,8 +9,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 // A platform whose policy allows caches of at most 32 MB, with a default of 32 MB, serves a
@@ -19,7 +17,7 @@ import (
 func TestInputDefaultsApply(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	objs, err := kube.ReadObjects(env.RepoRoot + "/example/composition.yaml")
+	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("cannot read example/composition.yaml: %v", err)
 	}

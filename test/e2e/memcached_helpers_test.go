@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ func newNamespace(t *testing.T, prefix string) string {
 // exampleObject reads the single object of example/<file> and moves it to namespace.
 func exampleObject(t *testing.T, file, namespace string) *unstructured.Unstructured {
 	t.Helper()
-	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", file))
+	objs, err := env.Example(file)
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("cannot read example/%s as one object: %v", file, err)
 	}

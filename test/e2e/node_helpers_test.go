@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -109,7 +108,7 @@ func laneInput() map[string]any {
 // Memcached provider's policy label: two labelled Compositions with different Inputs would
 // leave Instances without a policy.
 func applyCompositionFromExample(ctx context.Context, name, function string, input map[string]any) error {
-	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
+	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
 		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
 	}

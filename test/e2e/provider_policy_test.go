@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
-	"github.com/example/function-memcached/test/e2e/internal/kube"
 )
 
 var compositionGVK = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "Composition"}
@@ -41,10 +38,9 @@ func TestProviderPolicy(t *testing.T) {
 	})
 
 	// Allow only workload-b, in the Input claims and Instances obey.
-	file := filepath.Join(env.RepoRoot, "example", "composition.yaml")
-	objs, err := kube.ReadObjects(file)
+	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
-		t.Fatalf("cannot read %s: %v", file, err)
+		t.Fatalf("cannot read example/composition.yaml: %v", err)
 	}
 	restricted := objs[0].DeepCopy()
 	steps, _, _ := unstructured.NestedSlice(restricted.Object, "spec", "pipeline")
@@ -55,7 +51,7 @@ func TestProviderPolicy(t *testing.T) {
 	}
 	apply(t, restricted)
 	t.Cleanup(func() {
-		if _, err := env.Kube.ApplyFile(ctx, file); err != nil {
+		if err := env.ApplyExample(ctx, "composition.yaml"); err != nil {
 			t.Errorf("cannot restore the example Composition: %v", err)
 		}
 	})

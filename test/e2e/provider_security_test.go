@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +61,7 @@ func requireRemoteSecuredComposition(t *testing.T) {
 // exampleInput is a copy of the function Input of example/composition.yaml, the Composition
 // labelled as the policy of Instances.
 func exampleInput() (map[string]any, error) {
-	objs, err := kube.ReadObjects(filepath.Join(env.RepoRoot, "example", "composition.yaml"))
+	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
 		return nil, errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
 	}

@@ -392,7 +392,7 @@ func TestServiceMonitor(t *testing.T) {
 			},
 		}})
 	}
-	objs, err := kube.ReadObjects(env.RepoRoot + "/example/composition.yaml")
+	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
 		t.Fatalf("cannot read example/composition.yaml: %v", err)
 	}

@@ -131,7 +131,8 @@ func TestPushAuthProxy(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	reg := strings.TrimPrefix(srv.URL, "http://") + "/example"
-	if out, err := runMake(t, "push", "CROSSPLANE="+cli, "OUTPUT_DIR="+t.TempDir(), "REGISTRY="+reg, "VERSION=v0.1.0"); err != nil {
+	out, err := runMake(t, "push", "CROSSPLANE="+cli, "OUTPUT_DIR="+t.TempDir(), "REGISTRY="+reg, "VERSION=v0.1.0")
+	if err != nil {
 		t.Fatalf("make push: %v\n%s", err, out)
 	}
 	ref, err := name.ParseReference(reg + "/memcached-auth-proxy:v0.1.0")
@@ -145,6 +146,15 @@ func TestPushAuthProxy(t *testing.T) {
 	im, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The release names the image by the reference make push prints: the tag and the digest
+	// the registry serves it by.
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pushed " + reg + "/memcached-auth-proxy:v0.1.0@" + d.String(); !strings.Contains(out, want+"\n") {
+		t.Errorf("make push does not print %q, the reference a release names the auth proxy by:\n%s", want, out)
 	}
 	got, want := map[string]proxyImage{}, map[string]proxyImage{}
 	for _, d := range im.Manifests {

@@ -533,7 +533,7 @@ func TestReconcile(t *testing.T) {
 		"Orphan": {
 			reason:   "Without the Delete policy (v2's deletionPolicy: Orphan), the Memcached keeps running.",
 			instance: mr(xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize),
-			want:     live{Replicas: 3, Image: "memcached:1.6.39-alpine", Service: true, PDB: true, Ours: true},
+			want:     live{Replicas: 3, Image: resolve.DefaultImage, Service: true, PDB: true, Ours: true},
 		},
 	}
 	for name, tc := range cases {

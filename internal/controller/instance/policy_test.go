@@ -74,7 +74,7 @@ func TestPolicy(t *testing.T) {
 				MaxSize: ptr.To[int32](2), AllowedRegistries: []string{"registry.example.com"},
 				AllowedProviderConfigs: []cachev1alpha1.ProviderConfigReference{{Name: "workload-eu"}},
 			}},
-			err: "Composition xmemcacheds: invalid function Input: [defaults.image: Invalid value: \"memcached:1.6.39-alpine\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com]",
+			err: "Composition xmemcacheds: invalid function Input: [defaults.image: Invalid value: \"" + resolve.DefaultImage + "\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com, defaults.exporterImage: Invalid value: \"prom/memcached-exporter:v0.15.4\": registry docker.io is not allowed; policy.allowedRegistries allows registry.example.com]",
 		},
 		"LabelledSame": {
 			reason:  "Two labelled Compositions are refused, naming both, even while their Inputs agree: the next edit of either would make Instances obey whichever the provider read.",

@@ -292,32 +292,48 @@ func Version(bin string, args ...string) (string, error) {
 
 // Mirror copies the image at src (on a plain-HTTP loopback registry) to the registry at host
 // under as's repository and tag, the path a registry mirror serves as for as's own
-// registry, and returns as's registry as containerd names it in its mirror configuration
-// (docker.io for Docker Hub's images).
-func Mirror(ctx context.Context, host, src, as string) (string, error) {
-	to, err := name.NewTag(as)
+// registry. It returns as's registry as containerd names it in its mirror configuration
+// (docker.io for Docker Hub's images), and the reference a node pulls the copy by: as itself
+// when as names a tag alone, and as with its digest replaced by the copy's when as names one
+// (the lane's build is not the bytes that digest names, and a node verifies them).
+func Mirror(ctx context.Context, host, src, as string) (registry, ref string, err error) {
+	tagged, digest, _ := strings.Cut(as, "@")
+	to, err := name.NewTag(tagged)
 	if err != nil {
-		return "", errors.Wrapf(err, "cannot parse image reference %q", as)
+		return "", "", errors.Wrapf(err, "cannot parse image reference %q", as)
 	}
-	if err := copyImage(ctx, src, host+"/"+to.RepositoryStr()+":"+to.TagStr()); err != nil {
-		return "", err
+	d, err := copyImage(ctx, src, host+"/"+to.RepositoryStr()+":"+to.TagStr())
+	if err != nil {
+		return "", "", err
 	}
-	if r := to.RegistryStr(); r != name.DefaultRegistry {
-		return r, nil
+	ref = as
+	if digest != "" {
+		ref = tagged + "@" + d
 	}
-	return "docker.io", nil
+	registry = to.RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry, ref, nil
 }
 
-// copyImage copies the image at src to dst, both on plain-HTTP loopback registries.
-func copyImage(ctx context.Context, src, dst string) error {
+// copyImage copies the image at src to dst, both on plain-HTTP loopback registries, and
+// returns its digest.
+func copyImage(ctx context.Context, src, dst string) (string, error) {
 	from, err := name.ParseReference(src, name.Insecure)
 	if err != nil {
-		return errors.Wrapf(err, "cannot parse image reference %q", src)
+		return "", errors.Wrapf(err, "cannot parse image reference %q", src)
 	}
 	img, err := remote.Image(from, remote.WithContext(ctx))
 	if err != nil {
-		return errors.Wrapf(err, "cannot read %s", src)
+		return "", errors.Wrapf(err, "cannot read %s", src)
 	}
-	_, err = Push(ctx, dst, img)
-	return err
+	d, err := img.Digest()
+	if err != nil {
+		return "", errors.Wrapf(err, "cannot read the digest of %s", src)
+	}
+	if _, err := Push(ctx, dst, img); err != nil {
+		return "", err
+	}
+	return d.String(), nil
 }

@@ -2,8 +2,11 @@ package images
 
 import (
 	"archive/tar"
+	"context"
 	"errors"
 	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,8 +14,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // entry is what a reader of the image's file system sees of one entry.
@@ -505,5 +511,69 @@ func TestMemcachedLayout(t *testing.T) {
 
 	if _, err := memcachedImage(bin, t.TempDir()); err == nil || !strings.Contains(err.Error(), "libsasl2-modules") {
 		t.Errorf("memcachedImage without the plugin: got error %v, want one naming libsasl2-modules", err)
+	}
+}
+
+// TestMirror serves an image under the name an example gives it, as the cluster lane's
+// mirror does: a reference by tag alone is what the nodes pull; one by tag and digest gets the
+// copy's digest in place of the example's, since a node verifies what it pulls by digest.
+func TestMirror(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img, err := Build(Spec{Files: []File{{Path: "/hello", Mode: 0o755, Content: []byte("hello")}}, User: "65534:65534", Entrypoint: []string{"/hello"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Push(context.Background(), host+"/e2e/hello:1", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := "sha256:" + strings.Repeat("0a", 32)
+	cases := map[string]struct {
+		reason       string
+		as           string
+		wantRegistry string
+		wantRef      string
+		pulled       string // where the copy must be, by digest
+	}{
+		"TagOnly": {
+			reason: "A tag alone is served and pulled as the example names it.",
+			as:     "memcached:1.6.39-alpine", wantRegistry: "docker.io", wantRef: "memcached:1.6.39-alpine",
+			pulled: host + "/library/memcached@" + d.String(),
+		},
+		"TagAndDigest": {
+			reason: "The example's digest names the publisher's bytes, not the lane's: the copy's digest replaces it.",
+			as:     "memcached:1.6.39-alpine@" + upstream, wantRegistry: "docker.io", wantRef: "memcached:1.6.39-alpine@" + d.String(),
+			pulled: host + "/library/memcached@" + d.String(),
+		},
+		"OtherRegistry": {
+			reason: "Another registry is mirrored under its own host name.",
+			as:     "xpkg.example.com/platform/proxy:v0.1.0@" + upstream, wantRegistry: "xpkg.example.com",
+			wantRef: "xpkg.example.com/platform/proxy:v0.1.0@" + d.String(),
+			pulled:  host + "/platform/proxy@" + d.String(),
+		},
+	}
+	for n, tc := range cases {
+		t.Run(n, func(t *testing.T) {
+			reg, ref, err := Mirror(context.Background(), host, src, tc.as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg != tc.wantRegistry || ref != tc.wantRef {
+				t.Errorf("%s\nMirror(%q) = %q, %q; want %q, %q", tc.reason, tc.as, reg, ref, tc.wantRegistry, tc.wantRef)
+			}
+			r, err := name.ParseReference(tc.pulled, name.Insecure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := remote.Image(r); err != nil {
+				t.Errorf("%s\nthe copy is not at %s: %v", tc.reason, tc.pulled, err)
+			}
+		})
 	}
 }

@@ -174,9 +174,10 @@ func (e *Env) clusterImages(ctx context.Context) (err error) {
 // mirrorExampleImages serves the images example/composition.yaml names (memcached, the
 // exporter, the auth proxy) from the suite's registry under their own names, and returns their
 // registries, which the nodes pull from it as from a mirror: the example Composition runs on
-// the real nodes unchanged, as it would in a cluster behind a pull-through mirror. What is
-// served is the lane's own build of each (Debian's memcached, the pinned exporter, this
-// repository's auth proxy), not the upstream image of that tag.
+// the real nodes, as it would in a cluster behind a pull-through mirror. What is served is the
+// lane's own build of each (Debian's memcached, the pinned exporter, this repository's auth
+// proxy), not the upstream image of that tag: where the example names a digest, the lane
+// substitutes its build's (ImageSubstitutions, printed one a line), and Example applies them.
 func (e *Env) mirrorExampleImages(ctx context.Context) ([]string, error) {
 	objs, err := kube.ReadObjects(filepath.Join(e.RepoRoot, "example", "composition.yaml"))
 	if err != nil || len(objs) != 1 {
@@ -191,21 +192,50 @@ func (e *Env) mirrorExampleImages(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var registries []string
-	for key, src := range map[string]string{"image": e.Images.Memcached, "exporterImage": e.Images.Exporter, "authProxyImage": authProxy} {
+	for _, key := range []string{"image", "exporterImage", "authProxyImage"} {
+		src := map[string]string{"image": e.Images.Memcached, "exporterImage": e.Images.Exporter, "authProxyImage": authProxy}[key]
 		as, _, _ := unstructured.NestedString(pipeline[0].(map[string]any), "input", "defaults", key)
 		if as == "" {
 			return nil, errors.Errorf("example/composition.yaml names no defaults.%s", key)
 		}
-		r, err := images.Mirror(ctx, e.Registry.Host, src, as)
+		r, ref, err := images.Mirror(ctx, e.Registry.Host, src, as)
 		if err != nil {
 			return nil, err
 		}
 		if !slices.Contains(registries, r) {
 			registries = append(registries, r)
 		}
+		if ref != as {
+			e.ImageSubstitutions = append(e.ImageSubstitutions, ImageSubstitution{
+				File: "example/composition.yaml", Field: "defaults." + key, From: as, To: ref,
+			})
+		}
 	}
 	slices.Sort(registries)
+	if len(e.ImageSubstitutions) == 0 {
+		fmt.Fprintln(os.Stdout, "e2e: image substitutions: none")
+	} else {
+		lines := make([]string, 0, len(e.ImageSubstitutions))
+		for _, s := range e.ImageSubstitutions {
+			lines = append(lines, s.String())
+		}
+		fmt.Fprintf(os.Stdout, "e2e: image substitutions (%d):\n  %s\n", len(lines), strings.Join(lines, "\n  "))
+	}
 	return registries, nil
+}
+
+// An ImageSubstitution is an image reference of an example file that a lane replaces with its
+// own: the example names an image by its publisher's digest, and the lane serves its own
+// build under that name, whose digest differs (a node verifies the bytes it pulls by digest).
+type ImageSubstitution struct {
+	// File is the example file (relative to the repository root), Field the Input field.
+	File, Field string
+	// From is the example's reference, To the lane's.
+	From, To string
+}
+
+func (s ImageSubstitution) String() string {
+	return fmt.Sprintf("%s: %s: %s -> %s", s.File, s.Field, s.From, s.To)
 }
 
 // PythonApp is where the Python applications' image holds the script of the application on

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -147,9 +148,12 @@ type Env struct {
 	ClusterImages ClusterImages
 	// clusterMirrors are the registries the lane's nodes pull from the suite's registry
 	// (mirrorExampleImages).
-	clusterMirrors  []string
-	RegistryCA      []byte
-	ProviderPackage string
+	clusterMirrors []string
+	// ImageSubstitutions are the example's image references the lane replaces with its own
+	// (the cluster lane's, where the example names a digest); Example applies them.
+	ImageSubstitutions []ImageSubstitution
+	RegistryCA         []byte
+	ProviderPackage    string
 
 	cancel   context.CancelFunc
 	stopOnce sync.Once
@@ -353,9 +357,8 @@ var XRDGVK = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Versi
 // applyExamples applies both example XRDs and Compositions, and waits until the claim and
 // the namespaced XR are served.
 func (e *Env) applyExamples(ctx context.Context) error {
-	ex := filepath.Join(e.RepoRoot, "example")
 	for _, f := range []string{"definition.yaml", "composition.yaml", "namespaced/definition.yaml", "namespaced/composition.yaml"} {
-		if _, err := e.Kube.ApplyFile(ctx, filepath.Join(ex, f)); err != nil {
+		if err := e.ApplyExample(ctx, f); err != nil {
 			return err
 		}
 	}
@@ -366,6 +369,36 @@ func (e *Env) applyExamples(ctx context.Context) error {
 	_, err := crossplane.WaitConditions(ctx, e.Kube, 2*time.Minute, XRDGVK, "", "memcacheds.namespaced.cache.example.com",
 		map[string]string{"Established": "True"})
 	return err
+}
+
+// Example reads example/<file> as this lane applies it: with the lane's ImageSubstitutions.
+func (e *Env) Example(file string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(filepath.Join(e.RepoRoot, "example", file))
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot read example/%s", file)
+	}
+	text := string(b)
+	for _, s := range e.ImageSubstitutions {
+		if s.File == filepath.ToSlash(filepath.Join("example", file)) {
+			text = strings.ReplaceAll(text, s.From, s.To)
+		}
+	}
+	objs, err := kube.DecodeObjects([]byte(text))
+	return objs, errors.Wrapf(err, "cannot decode example/%s", file)
+}
+
+// ApplyExample applies example/<file> as this lane does: with the lane's ImageSubstitutions.
+func (e *Env) ApplyExample(ctx context.Context, file string) error {
+	objs, err := e.Example(file)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if _, err := e.Kube.Apply(ctx, o); err != nil {
+			return errors.Wrapf(err, "cannot apply example/%s", file)
+		}
+	}
+	return nil
 }
 
 // StartCluster starts a workload cluster named name, with as many fake nodes as the control
