@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -35,7 +36,9 @@ var schemas = map[string][]string{
 // run `make generate`.
 func TestSchemaBounds(t *testing.T) {
 	builtIn := defaults(t)
-	permissive, err := NewSettings(&v1beta1.Input{Policy: v1beta1.Policy{MaxSize: ptr.To[int32](math.MaxInt32), MaxMemoryLimitMB: ptr.To[int32](math.MaxInt32)}})
+	permissive, err := NewSettings(&v1beta1.Input{Policy: v1beta1.Policy{
+		MaxSize: ptr.To[int32](math.MaxInt32), MaxMemoryLimitMB: ptr.To[int32](math.MaxInt32), MaxExternalStorageMB: ptr.To[int32](math.MaxInt32),
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,16 @@ func TestSchemaBounds(t *testing.T) {
 // allows, which bounds maxItemSizeMB from above, unless path is memoryLimitMB itself.
 func wantResolved(t *testing.T, path string, value int64, s Settings, accept bool) {
 	t.Helper()
-	raw := map[string]any{"memoryLimitMB": DefaultMaxMemoryLimitMB, path: value}
+	raw := map[string]any{"memoryLimitMB": DefaultMaxMemoryLimitMB}
+	// A nested field (externalStorage.sizeMB) is set inside its object.
+	at := raw
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next := map[string]any{}
+		at[p] = next
+		at = next
+	}
+	at[parts[len(parts)-1]] = value
 	j, _ := json.Marshal(raw)
 	var spec v1alpha1.MemcachedSpec
 	if err := json.Unmarshal(j, &spec); err != nil {

@@ -10,14 +10,15 @@ import (
 )
 
 // sessions is the Memcached whose alerts testdata/alerts.test.yaml expects: team-a's
-// sessions, 1024 connections and 64 MB a replica, with metrics, a ServiceMonitor and the
-// PrometheusRule on.
+// sessions, 1024 connections and 64 MB a replica and 1024 MB of external storage, with
+// metrics, a ServiceMonitor and the PrometheusRule on.
 func sessions() render.Memcached {
 	return render.Memcached{
 		Name: "sessions", Namespace: "team-a", Size: 3, Image: resolve.DefaultImage,
 		MemoryLimitMB: 64, MaxConnections: 1024, Threads: 2,
 		Metrics: true, ExporterImage: resolve.DefaultExporterImage,
 		ServiceMonitor: true, PrometheusRule: true,
+		ExternalStorage: &render.ExternalStorage{SizeMB: 1024},
 	}
 }
 

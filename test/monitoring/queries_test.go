@@ -173,7 +173,8 @@ func dashboardQueries(t *testing.T) map[string]string {
 	return out
 }
 
-// scrape runs the real memcached with the rendered memcached container's arguments and the
+// scrape runs the real memcached with the rendered memcached container's arguments (with
+// external storage, on a temporary directory) and the
 // real exporter (bin/memcached_exporter, v0.14.4) with the rendered exporter's, stores,
 // reads and misses items so that the per-slab series exist, and returns the names of every
 // series the exporter serves.
@@ -191,7 +192,18 @@ func scrape(t *testing.T) map[string]bool {
 		return out
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	memcachedtest.Start(t, at(spec.Containers[0].Args), addr)
+	// External storage's volume: a directory memcached's user writes, where the pod mounts it.
+	disk := memcachedtest.Dir(t)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(disk, memcachedtest.UID, memcachedtest.UID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var args []string
+	for _, a := range at(spec.Containers[0].Args) {
+		args = append(args, strings.ReplaceAll(a, render.ExtstoreDir, disk))
+	}
+	memcachedtest.Start(t, args, addr)
 
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
@@ -207,7 +219,7 @@ func scrape(t *testing.T) map[string]bool {
 		_, _ = mc.Get("missing-" + strconv.Itoa(i))
 	}
 
-	var args []string
+	args = nil
 	for _, ctr := range spec.Containers {
 		if ctr.Name == render.ExporterContainerName {
 			args = at(ctr.Args)
