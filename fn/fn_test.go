@@ -273,6 +273,18 @@ func TestRunFunction(t *testing.T) {
 		"network-policy-forbidden": {
 			reason: "A namespace selector on a label key the policy does not allow is an invalid spec naming the key and the policy field.",
 		},
+		"extstore-create": {
+			reason: "External storage of 1024 MB without a StorageClass is an emptyDir of 1024Mi per replica (sizeLimit, and an ephemeral-storage request of as much), memcached started with extstore on 896 MB of it (90%, whole 64 MB pages) and its settings, the memory request and limit grown by what extstore keeps in memory, the pod still restricted.",
+		},
+		"extstore-ephemeral-storage-class": {
+			reason: "External storage from a StorageClass the platform allows is a generic ephemeral volume (a PersistentVolumeClaim of 4096Mi per pod, labelled like the Memcached), no ephemeral-storage request; with metrics and a PrometheusRule the alerts include MemcachedExtstoreNearlyFull.",
+		},
+		"extstore-invalid-over-policy": {
+			reason: "External storage over policy.maxExternalStorageMB keeps the running Deployment, Service and PDB exactly as observed and says the field, value and limit in a Warning and Available=False/InvalidSpec.",
+		},
+		"extstore-storage-class-forbidden": {
+			reason: "A StorageClass the platform does not list keeps what runs and names the StorageClasses it allows.",
+		},
 		"scheduling": {
 			reason: "Node selector, tolerations and an allowed priority class reach the pod beside the anti-affinity and zone spread; maxItemSizeMB becomes --max-item-size.",
 		},

@@ -143,6 +143,20 @@ type Policy struct {
 	// +optional
 	MaxMemoryLimitMB *int32 `json:"maxMemoryLimitMB,omitempty"`
 
+	// MaxExternalStorageMB is the largest volume, in megabytes, a claim may give each replica
+	// for external storage (spec.externalStorage.sizeMB): disk the platform provides, on the
+	// node (an emptyDir) or from a StorageClass it allows. Unset means 1024; 0 refuses
+	// external storage.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxExternalStorageMB *int32 `json:"maxExternalStorageMB,omitempty"`
+
+	// AllowedStorageClasses are the StorageClasses a claim may name in
+	// spec.externalStorage.storageClassName, for a generic ephemeral volume per replica.
+	// Empty allows none: external storage is then an emptyDir on the node's disk.
+	// +optional
+	AllowedStorageClasses []string `json:"allowedStorageClasses,omitempty"`
+
 	// AllowedRegistries, when set, are the only registries images may come from, for
 	// example "docker.io" or "registry.example.com:5000". Empty allows any registry.
 	// +optional

@@ -173,6 +173,16 @@ func (in *Policy) DeepCopyInto(out *Policy) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxExternalStorageMB != nil {
+		in, out := &in.MaxExternalStorageMB, &out.MaxExternalStorageMB
+		*out = new(int32)
+		**out = **in
+	}
+	if in.AllowedStorageClasses != nil {
+		in, out := &in.AllowedStorageClasses, &out.AllowedStorageClasses
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.AllowedRegistries != nil {
 		in, out := &in.AllowedRegistries, &out.AllowedRegistries
 		*out = make([]string, len(*in))

@@ -77,6 +77,11 @@ func diagnose(p corev1.Pod) (int, string) {
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			if v, ok := ephemeralVolume(p); ok && strings.Contains(strings.ToLower(c.Message), "persistentvolumeclaim") {
+				// The scheduler waits for the volume's claim, which it names generically; the
+				// claim's events (ProvisioningFailed) say why it is not bound.
+				return rankCannotStart, "Pending: its volume " + v + " is not bound (its events say why, such as ProvisioningFailed): " + detail(c.Message)
+			}
 			return rankCannotStart, "Pending: " + detail(c.Message)
 		}
 	}
@@ -90,7 +95,27 @@ func diagnose(p corev1.Pod) (int, string) {
 	if rank == 0 && p.Status.Phase == corev1.PodPending {
 		return rankStarting, "Pending"
 	}
+	if v, ok := ephemeralVolume(p); ok && why == "ContainerCreating" {
+		// A volume that cannot be mounted keeps a container here; only the pod's events
+		// (FailedMount) say so.
+		why += " (mounting its volume " + v + "; the pod's FailedMount events say if it cannot be)"
+	}
 	return rank, why
+}
+
+// ephemeralVolume names p's generic ephemeral volume (external storage's) as the
+// PersistentVolumeClaim Kubernetes makes for it, <pod>-<volume>, with its StorageClass.
+func ephemeralVolume(p corev1.Pod) (string, bool) {
+	for _, v := range p.Spec.Volumes {
+		if e := v.Ephemeral; e != nil && e.VolumeClaimTemplate != nil {
+			what := "PersistentVolumeClaim " + p.Name + "-" + v.Name
+			if sc := e.VolumeClaimTemplate.Spec.StorageClassName; sc != nil {
+				what += " of StorageClass " + *sc
+			}
+			return what, true
+		}
+	}
+	return "", false
 }
 
 // container ranks and words what keeps one container from serving.
@@ -125,10 +150,15 @@ func container(cs corev1.ContainerStatus) (int, string) {
 	return 0, ""
 }
 
-// terminated words how a container ended: its reason (OOMKilled, Error) and exit code.
+// terminated words how a container ended: its reason (OOMKilled, Error) and exit code, and
+// its termination message when it has one: with external storage, memcached's container
+// ends its log there (FallbackToLogsOnError), which says why it could not open its disk.
 func terminated(t *corev1.ContainerStateTerminated) string {
 	if t.Reason == "OOMKilled" {
 		return t.Reason
+	}
+	if msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(t.Message), "\n", "; ")), " "); msg != "" {
+		return fmt.Sprintf("%s (exit code %d: %s)", t.Reason, t.ExitCode, detail(msg))
 	}
 	return fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
 }

@@ -52,6 +52,15 @@ func unschedulable(message string) func(*corev1.Pod) {
 	}
 }
 
+// withEphemeral gives a pod external storage's generic ephemeral volume of storageClass.
+func withEphemeral(storageClass string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "extstore", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &storageClass}},
+		}}})
+	}
+}
+
 func TestPods(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -109,6 +118,34 @@ func TestPods(t *testing.T) {
 				pod("a"),
 			},
 			want: `b: ImagePullBackOff (Back-off pulling image "x"); c: ImagePullBackOff (Back-off pulling image "x"); d: running, not ready (readiness probe failing); and 1 more`,
+		},
+		"ExternalStorageCannotOpen": {
+			reason: "A memcached that cannot open its external storage exits; the end of its log, its termination message, says why.",
+			pods: []corev1.Pod{pod("sessions-x2", waiting("CrashLoopBackOff", "back-off 40s restarting failed container"), func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].RestartCount = 3
+				p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason: "Error", ExitCode: 1,
+					Message: "Failed to initialize external storage: failed to open file\nextstore open: Permission denied\n",
+				}}
+			})},
+			want: "sessions-x2: CrashLoopBackOff: Error (exit code 1: Failed to initialize external storage: failed to open file; extstore open: Permission denied), restarted 3 times",
+		},
+		"ExternalStorageClaimPending": {
+			reason: "A pod whose generic ephemeral volume is not bound names the claim and its StorageClass, where ProvisioningFailed shows.",
+			pods: []corev1.Pod{pod("sessions-x2", unschedulable("0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available."),
+				withEphemeral("local-ssd"))},
+			want: "sessions-x2: Pending: its volume PersistentVolumeClaim sessions-x2-extstore of StorageClass local-ssd is not bound (its events say why, such as ProvisioningFailed): " +
+				"0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available.",
+		},
+		"ExternalStorageMounting": {
+			reason: "A pod still creating its container with a generic ephemeral volume says which volume it mounts and where a failure shows.",
+			pods:   []corev1.Pod{pod("sessions-x2", waiting("ContainerCreating", ""), withEphemeral("local-ssd"))},
+			want:   "sessions-x2: ContainerCreating (mounting its volume PersistentVolumeClaim sessions-x2-extstore of StorageClass local-ssd; the pod's FailedMount events say if it cannot be)",
+		},
+		"UnschedulableWithoutClaim": {
+			reason: "A pod with a generic ephemeral volume that no node fits for another reason gets the scheduler's words only.",
+			pods:   []corev1.Pod{pod("sessions-x2", unschedulable("0/3 nodes are available: 3 Insufficient memory."), withEphemeral("local-ssd"))},
+			want:   "sessions-x2: Pending: 0/3 nodes are available: 3 Insufficient memory.",
 		},
 		"Terminating": {
 			reason: "A pod being deleted (a rollout or a scale-down) is no reason.",

@@ -41,12 +41,14 @@ func TestEverySpecFieldCrossesToAnotherCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The provider resolves with the platform's policy the claim was resolved with (the
-	// Composition labelled memcached.example.com/instance-policy=true): the auth proxy image
-	// and the monitoring namespace reach the target cluster through it, not the Instance.
+	// Composition labelled memcached.example.com/instance-policy=true): the auth proxy image,
+	// the monitoring namespace and the StorageClasses external storage may use reach the
+	// target cluster through it, not the Instance.
 	trip := func(t *testing.T, m render.Memcached) render.Memcached {
 		t.Helper()
 		s := defaults(t)
 		s.AuthProxyImage = m.AuthProxyImage
+		s.AllowedStorageClasses = []string{rendertest.StorageClass}
 		if m.NetworkPolicy != nil {
 			s.MonitoringNamespace = m.NetworkPolicy.MonitoringNamespace
 			s.AllowedNamespaceLabels = []string{corev1.LabelMetadataName}

@@ -65,6 +65,9 @@ func Instance(m render.Memcached, ref xpv2.ProviderConfigReference) *v1alpha1.In
 	if m.MaxItemSizeMB > 0 {
 		spec.MaxItemSizeMB = ptr.To(m.MaxItemSizeMB)
 	}
+	if e := m.ExternalStorage; e != nil {
+		spec.ExternalStorage = &cachev1alpha1.ExternalStorage{SizeMB: e.SizeMB, StorageClassName: e.StorageClassName}
+	}
 	if sc := m.Scheduling; sc != nil {
 		spec.Scheduling = &cachev1alpha1.Scheduling{NodeSelector: sc.NodeSelector, PriorityClassName: sc.PriorityClassName}
 		for _, t := range sc.Tolerations {

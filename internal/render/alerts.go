@@ -40,12 +40,12 @@ type Alert struct {
 // Alerts are m's alerting rules: memcached-mixin's (grafana/jsonnet-libs) down, connection
 // limit and out-of-memory alerts, scoped to m, and four it lacks: no replica scraped at
 // all, a replica that keeps restarting, connections refused at the limit, and evictions that
-// say the cache is too small. The thresholds and the reasons for them are in
-// docs/operations.md.
+// say the cache is too small; with external storage, a fifth: extstore nearly full. The
+// thresholds and the reasons for them are in docs/operations.md.
 func Alerts(m Memcached) []Alert {
 	sel := fmt.Sprintf("namespace=%q, service=%q", m.Namespace, m.Name)
 	who := m.Namespace + "/" + m.Name
-	return []Alert{{
+	alerts := []Alert{{
 		Name: "MemcachedDown", Severity: SeverityCritical, For: "5m",
 		Expr:    fmt.Sprintf("memcached_up{%s} == 0 or up{%s} == 0", sel, sel),
 		Summary: fmt.Sprintf("Memcached %s: replica {{ $labels.pod }} is down.", who),
@@ -104,6 +104,21 @@ func Alerts(m Memcached) []Alert {
 			"its %d MB (spec.memoryLimitMB) do not hold the working set, and clients miss what they stored. A larger spec.memoryLimitMB "+
 			"(twice, %d, is a start) or more replicas (spec.size) would hold it.", m.MemoryLimitMB, 2*m.MemoryLimitMB),
 	}}
+	if e := m.ExternalStorage; e != nil {
+		// A full extstore is a cache doing its work; one that keeps a quarter or less of its
+		// pages free (memcached's ext_drop_under, where it starts dropping items) and still
+		// evicts items from disk to make room drops values clients will ask for.
+		alerts = append(alerts, Alert{
+			Name: "MemcachedExtstoreNearlyFull", Severity: SeverityWarning, For: "30m",
+			Expr: fmt.Sprintf("memcached_extstore_pages_free{%s} / (memcached_extstore_pages_free{%s} + memcached_extstore_pages_used{%s}) <= 0.25"+
+				" and rate(memcached_extstore_objects_evicted_total{%s}[15m]) > 0", sel, sel, sel, sel),
+			Summary: fmt.Sprintf("Memcached %s: the external storage of {{ $labels.pod }} is nearly full and drops items.", who),
+			Description: fmt.Sprintf("For 30 minutes a quarter or less of the extstore pages of {{ $labels.pod }} have been free and it has "+
+				"evicted items from disk to make room: its %d MB of external storage (spec.externalStorage.sizeMB) do not hold what is "+
+				"written. A larger spec.externalStorage.sizeMB (within policy.maxExternalStorageMB) or more replicas (spec.size) would.", e.SizeMB),
+		})
+	}
+	return alerts
 }
 
 // NeedsPrometheusRule reports whether m gets a PrometheusRule: the platform asked for one,

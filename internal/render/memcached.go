@@ -84,6 +84,9 @@ type Memcached struct {
 	// PrometheusRule composes a Prometheus Operator PrometheusRule with the alerts
 	// (Alerts) when Metrics is on.
 	PrometheusRule bool
+	// ExternalStorage, when set, keeps item values on a volume of each replica's own
+	// (memcached's extstore).
+	ExternalStorage *ExternalStorage
 }
 
 // Auth are the credentials clients authenticate with.
@@ -231,13 +234,14 @@ func NeedsAuthProxy(m Memcached) bool {
 
 // MemoryMiB is the container memory request and limit: the cache itself, plus 10% (at least
 // 32 MiB) for memcached's hash table, slab overhead and runtime, plus 1 MiB per 64
-// connections for their read and write buffers (about 16 KiB each). Request equals limit so
-// that the cache is never the first thing evicted under memory pressure.
+// connections for their read and write buffers (about 16 KiB each), plus, with external
+// storage, what extstore keeps in memory (ExtstoreMemoryMiB). Request equals limit so that the
+// cache is never the first thing evicted under memory pressure.
 func MemoryMiB(m Memcached) int64 {
 	mem := int64(m.MemoryLimitMB)
 	overhead := max(mem/10, 32)
 	conns := (int64(m.MaxConnections) + 63) / 64
-	return mem + overhead + conns
+	return mem + overhead + conns + ExtstoreMemoryMiB(m)
 }
 
 // Labels are the conventional app.kubernetes.io labels every rendered object carries.

@@ -61,8 +61,9 @@ const (
 // Deployment runs Size memcached replicas under the Kubernetes "restricted" Pod Security
 // Standard: non-root with a fixed UID, no privilege escalation, no capabilities, the runtime's
 // seccomp profile and a read-only root filesystem. memcached keeps everything in memory, so
-// it needs no writable path; the credentials and certificate it reads are Secrets mounted
-// read-only, readable by its group only.
+// it needs no writable path but, with external storage, its own volume (extstoreVolume); the
+// credentials and certificate it reads are Secrets mounted read-only, readable by its group
+// only.
 func Deployment(m Memcached) *appsv1.Deployment {
 	selector := SelectorLabels(m)
 	containers := []corev1.Container{memcachedContainer(m)}
@@ -87,7 +88,8 @@ func Deployment(m Memcached) *appsv1.Deployment {
 	}
 	if len(pod.Volumes) > 0 {
 		// Secret files are owned by root and this group, mode 0440: memcached's group reads
-		// them, no one else does, and no one writes them.
+		// them, no one else does, and no one writes them. A generic ephemeral volume for
+		// external storage is made this group's, writable by it, so memcached can write there.
 		pod.SecurityContext.FSGroup = ptr.To[int64](UID)
 	}
 	if m.HighAvailability {
@@ -210,11 +212,13 @@ func memcachedContainer(m Memcached) corev1.Container {
 		"--port=" + strconv.Itoa(Port),
 	}
 	args = append(args, memcachedArgs(m)...)
+	args = append(args, extstoreArgs(m)...)
 	mem := resource.MustParse(strconv.FormatInt(MemoryMiB(m), 10) + "Mi")
 	res := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceMemory: mem},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: mem},
 	}
+	extstoreResources(m, &res)
 	if m.CPURequest != nil {
 		res.Requests[corev1.ResourceCPU] = *m.CPURequest
 	}
@@ -230,7 +234,7 @@ func memcachedContainer(m Memcached) corev1.Container {
 			FailureThreshold:    3,
 		}
 	}
-	return corev1.Container{
+	c := corev1.Container{
 		Name:           ContainerName,
 		Image:          m.Image,
 		Command:        []string{"memcached"},
@@ -246,6 +250,13 @@ func memcachedContainer(m Memcached) corev1.Container {
 		SecurityContext: containerSecurityContext(),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}
+	if m.ExternalStorage != nil {
+		// memcached says why it cannot open its extstore file on stderr only, and exits: the
+		// end of its log becomes the termination message, which the Available condition quotes.
+		// Only with external storage, so that no other Memcached's pod template changes.
+		c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	}
+	return c
 }
 
 func exporterContainer(m Memcached) corev1.Container {

@@ -25,6 +25,11 @@ func TestPodSecurityRestricted(t *testing.T) {
 			Auth: &Auth{Username: "memcached", Password: "p"}, AuthProxyImage: "memcached-auth-proxy:1",
 			TLS: &TLS{SecretName: "s-tls", Digest: "d"}, MaxItemSizeMB: 4,
 			Scheduling: &Scheduling{NodeSelector: map[string]string{"pool": "cache"}, PriorityClassName: "high"}},
+		// emptyDir and generic ephemeral volumes are among the volume types the standard allows.
+		"WithExternalStorageEmptyDir": {Size: 2, HighAvailability: true, ExternalStorage: &ExternalStorage{SizeMB: 1024}},
+		"WithExternalStorageEphemeral": {Size: 2, HighAvailability: true, Metrics: true, ExporterImage: "prom/memcached-exporter:v0.15.4",
+			Auth: &Auth{Username: "memcached", Password: "p"}, AuthProxyImage: "memcached-auth-proxy:1",
+			ExternalStorage: &ExternalStorage{SizeMB: 4096, StorageClassName: "local-ssd"}},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

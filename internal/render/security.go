@@ -446,7 +446,8 @@ func authProxyArgs(m Memcached) []string {
 
 // volumes are the Secrets m's pods mount (the auth Secret, and the function's copy of the TLS
 // pair, never the tenant's TLS Secret itself): mode 0440, so that memcached's group (the pod's
-// fsGroup) reads them and nobody writes them.
+// fsGroup) reads them and nobody writes them; and, with external storage, the replica's own
+// volume for it.
 func volumes(m Memcached) []corev1.Volume {
 	var vs []corev1.Volume
 	secret := func(name, secret string) corev1.Volume {
@@ -473,10 +474,14 @@ func volumes(m Memcached) []corev1.Volume {
 			vs = append(vs, v)
 		}
 	}
+	if m.ExternalStorage != nil {
+		vs = append(vs, extstoreVolume(m))
+	}
 	return vs
 }
 
-// volumeMounts are memcached's mounts of volumes, read-only.
+// volumeMounts are memcached's mounts of volumes: the Secrets read-only, and its external
+// storage, which it writes.
 func volumeMounts(m Memcached) []corev1.VolumeMount {
 	var vm []corev1.VolumeMount
 	if m.Auth != nil {
@@ -484,6 +489,9 @@ func volumeMounts(m Memcached) []corev1.VolumeMount {
 	}
 	if m.TLS != nil {
 		vm = append(vm, corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir, ReadOnly: true})
+	}
+	if m.ExternalStorage != nil {
+		vm = append(vm, corev1.VolumeMount{Name: ExtstoreVolume, MountPath: ExtstoreDir})
 	}
 	return vm
 }

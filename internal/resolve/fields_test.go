@@ -40,6 +40,7 @@ func everyFieldSpec() v1alpha1.MemcachedSpec {
 				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](60)}},
 			PriorityClassName: "cache",
 		},
+		ExternalStorage: &v1alpha1.ExternalStorage{SizeMB: 1024},
 	}
 }
 
@@ -98,6 +99,8 @@ var specSamples = map[string]specSample{
 	}},
 	"scheduling.tolerations[].tolerationSeconds": {set: func(s *v1alpha1.MemcachedSpec) { s.Scheduling.Tolerations[0].TolerationSeconds = ptr.To[int64](120) }},
 	"scheduling.priorityClassName":               {set: func(s *v1alpha1.MemcachedSpec) { s.Scheduling.PriorityClassName = "batch" }},
+	"externalStorage.sizeMB":                     {set: func(s *v1alpha1.MemcachedSpec) { s.ExternalStorage.SizeMB = 768 }},
+	"externalStorage.storageClassName":           {set: func(s *v1alpha1.MemcachedSpec) { s.ExternalStorage.StorageClassName = "local-ssd" }},
 }
 
 // localOnly are the fields of the spec that resolve.Memcached does not read, because only
@@ -114,7 +117,10 @@ var localOnly = map[string]string{}
 func TestEverySpecFieldResolves(t *testing.T) {
 	s, err := NewSettings(&v1beta1.Input{
 		Defaults: v1beta1.Defaults{AuthProxyImage: "registry.example.com/auth-proxy:1"},
-		Policy:   v1beta1.Policy{NetworkPolicy: v1beta1.NetworkPolicyPolicy{AllowedNamespaceLabels: []string{corev1.LabelMetadataName, "team"}}},
+		Policy: v1beta1.Policy{
+			NetworkPolicy:         v1beta1.NetworkPolicyPolicy{AllowedNamespaceLabels: []string{corev1.LabelMetadataName, "team"}},
+			AllowedStorageClasses: []string{"local-ssd"},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -84,6 +84,9 @@ func Memcached(root *field.Path, spec cachev1alpha1.MemcachedSpec, name, namespa
 			m.MaxItemSizeMB = *v
 		}
 	}
+	if e := spec.ExternalStorage; e != nil {
+		errs = append(errs, externalStorage(root, spec, &m, s)...)
+	}
 	errs = append(errs, security(root, spec, &m, s)...)
 	if spec.Scheduling != nil {
 		errs = append(errs, scheduling(root.Child("scheduling"), spec.Scheduling, &m, s)...)
@@ -168,6 +171,11 @@ func (s Settings) Rule(path string) string {
 		return ruleCPU
 	case "maxItemSizeMB":
 		return between(1, MaxItemSizeMB, "") + ", and at most half of memoryLimitMB"
+	case "externalStorage.sizeMB":
+		if s.MaxExternalStorageMB == 0 {
+			return "unset: the platform allows no external storage (policy.maxExternalStorageMB is 0)"
+		}
+		return between(MinExternalStorageMB, s.MaxExternalStorageMB, "policy.maxExternalStorageMB")
 	}
 	return ""
 }

@@ -58,6 +58,14 @@ const (
 	// MaxItemSizeMB bounds spec.maxItemSizeMB; memcached also refuses more than half of the
 	// cache.
 	MaxItemSizeMB = 128
+	// DefaultMaxExternalStorageMB caps each replica's external storage at 1 GiB of disk unless
+	// the platform allows more (or, with 0, none).
+	DefaultMaxExternalStorageMB = 1024
+	// MinExternalStorageMB is the smallest volume for external storage: its extstore file (at
+	// most 90% of it, in whole pages, render.ExtstoreFileMB) is then 7 pages of 64 MB. Fewer
+	// pages leave extstore nothing to work with: it keeps a page open to write for each kind
+	// of item and compacts and drops pages once a quarter of them are not free.
+	MinExternalStorageMB = 512
 )
 
 // Settings are the Input with every default applied and checked.
@@ -99,6 +107,11 @@ type Settings struct {
 	PrometheusRule bool
 	// AllowedPriorityClasses, when set, are the only PriorityClasses claims may name.
 	AllowedPriorityClasses []string
+	// MaxExternalStorageMB bounds spec.externalStorage.sizeMB; 0 refuses external storage.
+	MaxExternalStorageMB int64
+	// AllowedStorageClasses are the only StorageClasses spec.externalStorage.storageClassName
+	// may name; empty allows none (an emptyDir only).
+	AllowedStorageClasses []string
 	// AllowedTolerationKeys and AllowedNodeSelectorKeys, when not nil, are the only taint
 	// and node label keys claims may name; nil allows any but the node-role.kubernetes.io/
 	// ones (and never a toleration without a key).
@@ -131,6 +144,8 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		ServiceMonitor:         in.Metrics.ServiceMonitor,
 		PrometheusRule:         in.Metrics.PrometheusRule,
 		AllowedPriorityClasses: in.Policy.AllowedPriorityClasses,
+		MaxExternalStorageMB:   int64(ptr.Deref(in.Policy.MaxExternalStorageMB, DefaultMaxExternalStorageMB)),
+		AllowedStorageClasses:  in.Policy.AllowedStorageClasses,
 
 		AllowedTolerationKeys:   in.Policy.Scheduling.AllowedTolerationKeys,
 		AllowedNodeSelectorKeys: in.Policy.Scheduling.AllowedNodeSelectorKeys,
@@ -163,6 +178,16 @@ func NewSettings(in *v1beta1.Input) (Settings, error) {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "maxMemoryLimitMB"), s.MaxMemoryLimitMB, fmt.Sprintf("must be at least %d", MinMemoryLimitMB)))
 	} else if s.MemoryLimitMB < MinMemoryLimitMB || s.MemoryLimitMB > s.MaxMemoryLimitMB {
 		errs = append(errs, field.Invalid(field.NewPath("defaults", "memoryLimitMB"), s.MemoryLimitMB, "must be "+s.Rule("memoryLimitMB")))
+	}
+	if n := s.MaxExternalStorageMB; n != 0 && n < MinExternalStorageMB {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "maxExternalStorageMB"), n,
+			fmt.Sprintf("must be 0 (no external storage) or at least %d, the smallest volume external storage takes", MinExternalStorageMB)))
+	}
+	for i, sc := range s.AllowedStorageClasses {
+		if msgs := validation.IsDNS1123Subdomain(sc); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("policy", "allowedStorageClasses").Index(i), sc,
+				"must be a StorageClass name: "+strings.Join(msgs, "; ")))
+		}
 	}
 	for i, r := range s.AllowedRegistries {
 		if _, err := name.NewRegistry(r, name.StrictValidation); err != nil || r == "" {

@@ -5,8 +5,10 @@
 // the right, wrong and missing credentials in each mode (a password, SASL, a client
 // certificate, before and after its renewal), TLS verified against the CA a cert-manager
 // Secret carries, plaintext against a TLS-only memcached, large items, and the exporter's
-// path through the auth proxy or, with client certificates, to memcached itself. Only two things are mapped: the mount directories (into a
-// temporary directory) and the ports (free ones), since tests run beside each other.
+// path through the auth proxy or, with client certificates, to memcached itself, and items
+// served from external storage (extstore) on the volume the pod mounts. Only two things are
+// mapped: the mount directories (into a temporary directory) and the ports (free ones), since
+// tests run beside each other.
 package memcached_test
 
 import (
@@ -73,8 +75,28 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 		t.Fatalf("the rendered pod runs as %v with fsGroup %v, not what this test lays its files out for (%d)",
 			spec.SecurityContext.RunAsUser, spec.SecurityContext.FSGroup, memcachedtest.UID)
 	}
-	// Lay out every mounted Secret as the kubelet does.
+	// Lay out every mounted Secret as the kubelet does, and external storage's volume as an
+	// empty directory memcached's group may write (what fsGroup makes of an emptyDir or a
+	// generic ephemeral volume).
 	for _, v := range spec.Volumes {
+		if v.Name == render.ExtstoreVolume && (v.EmptyDir != nil || v.Ephemeral != nil) {
+			dir := filepath.Join(p.dir, v.Name)
+			if err := os.MkdirAll(dir, 0o770); err != nil {
+				t.Fatal(err)
+			}
+			if os.Geteuid() == 0 {
+				if err := os.Chown(dir, 0, memcachedtest.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(dir, 0o2770); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if v.Secret == nil {
+			t.Fatalf("the pod mounts volume %s, which is no Secret and which this test cannot lay out", v.Name)
+		}
 		s, ok := secrets[v.Secret.SecretName]
 		if !ok {
 			t.Fatalf("the pod mounts Secret %q, which this test has no data for", v.Secret.SecretName)
@@ -101,7 +123,7 @@ func run(t testing.TB, m render.Memcached, tlsSecret *corev1.Secret) *pod {
 	translate := func(c corev1.Container) func(string) string {
 		mounts := map[string]string{}
 		for _, vm := range c.VolumeMounts {
-			if !vm.ReadOnly {
+			if !vm.ReadOnly && vm.Name != render.ExtstoreVolume {
 				t.Fatalf("container %s mounts %s writable", c.Name, vm.MountPath)
 			}
 			mounts[vm.MountPath] = filepath.Join(p.dir, vm.Name)

@@ -117,6 +117,30 @@ type MemcachedSpec struct {
 	// zones that highAvailability adds.
 	// +optional
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
+
+	// ExternalStorage keeps item values on a disk of each replica's own (memcached's
+	// extstore), with keys and item headers in memory: a cache larger than memoryLimitMB. The
+	// disk is disposable, like the cache: a replica that restarts starts empty.
+	// +optional
+	ExternalStorage *ExternalStorage `json:"externalStorage,omitempty"`
+}
+
+// ExternalStorage is the disk each replica keeps item values on (memcached's extstore).
+type ExternalStorage struct {
+	// SizeMB is the size of each replica's volume in megabytes, bounded by the platform's
+	// policy (policy.maxExternalStorageMB, 1024 unless the platform says otherwise).
+	// memcached's extstore file takes at most 90% of it, in whole 64 MB pages: the rest is
+	// headroom, since a volume past its limit gets the pod evicted. At least 512.
+	// +kubebuilder:validation:Minimum=512
+	SizeMB int32 `json:"sizeMB"`
+
+	// StorageClassName makes each replica's volume a generic ephemeral volume (a
+	// PersistentVolumeClaim created and deleted with the pod) of this StorageClass, one the
+	// platform allows (policy.allowedStorageClasses). Unset means an emptyDir on the node's
+	// own disk, limited to sizeMB.
+	// +kubebuilder:validation:MinLength=1
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
 }
 
 // Auth configures how clients prove who they are to memcached. Client libraries speak

@@ -45,8 +45,9 @@ func Base() render.Memcached {
 			Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cache", Effect: corev1.TaintEffectNoSchedule}},
 			PriorityClassName: "cache",
 		},
-		ServiceMonitor: true,
-		PrometheusRule: true,
+		ServiceMonitor:  true,
+		PrometheusRule:  true,
+		ExternalStorage: &render.ExternalStorage{SizeMB: 1024},
 	}
 }
 
@@ -89,7 +90,14 @@ var changes = map[string]func(m *render.Memcached){
 	"Scheduling.PriorityClassName":      func(m *render.Memcached) { m.Scheduling.PriorityClassName = "batch" },
 	"ServiceMonitor":                    func(m *render.Memcached) { m.ServiceMonitor = false },
 	"PrometheusRule":                    func(m *render.Memcached) { m.PrometheusRule = false },
+	"ExternalStorage.SizeMB":            func(m *render.Memcached) { m.ExternalStorage.SizeMB = 768 },
+	// StorageClass is the one a platform's policy must allow (AllowedStorageClass).
+	"ExternalStorage.StorageClassName": func(m *render.Memcached) { m.ExternalStorage.StorageClassName = StorageClass },
 }
+
+// StorageClass is the StorageClass the changes name, which a policy must allow for them to
+// resolve.
+const StorageClass = "local-ssd"
 
 // Fields are the paths of every field of render.Memcached, like "Scheduling.Tolerations",
 // walked by reflection into the structs of package render (through pointers too); a field of
