@@ -161,6 +161,7 @@ func TestNodeServesLikeBareMemcached(t *testing.T) {
 			}
 		})
 	}
+	writeServesCSV(t, rows)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].mode < rows[j].mode })
 	var table strings.Builder
 	fmt.Fprintf(&table, "| mode | pod gets/s | bare gets/s | ratio | pod sets/s | bare sets/s | pod p50 | bare p50 | pod p99 | bare p99 | pod p99.9 | bare p99.9 | pod memcached CPUs | bare memcached CPUs | others' CPUs (pod runs) | others' CPUs (bare runs) |\n")
@@ -395,4 +396,24 @@ func startBareMemcached(t *testing.T, pod *corev1.Pod, ctr node.Container, quota
 	}
 	t.Logf("bare memcached on %s: %q, CFS quota %d of %d µs", addr, args, quota, period)
 	return bareMemcached{addr: addr, cgroup: g}
+}
+
+// writeServesCSV writes each mode's median gets a second, pod and bare, in the order the
+// modes ran, to <output>/serves/serves.csv, which `make serves-plot` draws.
+func writeServesCSV(t *testing.T, rows []servesRow) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("mode,pod_gets_per_s,bare_gets_per_s\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s,%.0f,%.0f\n", r.mode, r.pod.median(), r.bare.median())
+	}
+	dir := filepath.Join(env.OutputDir, "serves")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "serves.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil { //nolint:gosec // A report.
+		t.Fatal(err)
+	}
+	t.Logf("serves-csv %s", p)
 }
