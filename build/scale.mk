@@ -22,3 +22,15 @@ scale-plot:
 scaleplot-test:
 	$(GO) -C test/scaleplot vet -trimpath ./...
 	$(GO) -C test/scaleplot test -trimpath -count=1 -vet=off ./...
+
+# What one replica serves against bare memcached, per mode, from the CSV
+# TestNodeServesLikeBareMemcached writes (make e2e E2E_RUN=TestNodeServesLikeBareMemcached).
+SERVES_CSV ?= $(E2E_OUTPUT)/serves/serves.csv
+SERVES_PLOT ?= docs/images/replica-serves.png
+
+## serves-plot: draw what one replica serves against bare memcached (docs/performance.md).
+.PHONY: serves-plot
+serves-plot:
+	@if [ ! -f "$(SERVES_CSV)" ]; then echo "serves-plot: no $(SERVES_CSV): run make e2e E2E_RUN=TestNodeServesLikeBareMemcached first"; exit 1; fi
+	@mkdir -p $(dir $(abspath $(SERVES_PLOT)))
+	$(GO) -C test/scaleplot run -trimpath . -serves -title "One replica, CPU limit 250m: gets a second, rendered pod ÷ bare in brackets" -o $(abspath $(SERVES_PLOT)) $(abspath $(SERVES_CSV))

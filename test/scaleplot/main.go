@@ -1,6 +1,7 @@
 // Command scaleplot draws the scale scenario's claims Available over time, one line per run,
 // from the CSVs TestScale writes (<output>/scale/claims-<n>.csv or namespaced-<n>.csv: claim,
-// created_s, available_s), into a PNG for docs/performance.md. It is its own module so that the
+// created_s, available_s), into a PNG for docs/performance.md; with -serves, what one replica
+// serves against bare memcached, per mode, from the CSV TestNodeServesLikeBareMemcached writes. It is its own module so that the
 // plotting library (gonum.org/v1/plot) stays out of the product's dependencies.
 //
 //	go run . -o scale.png claims-200.csv claims-1000.csv claims-3000.csv
@@ -26,7 +27,19 @@ import (
 func main() {
 	out := flag.String("o", "scale.png", "the PNG to write")
 	title := flag.String("title", "Claims Available after the first create", "the plot's title")
+	bars := flag.Bool("serves", false, "draw TestNodeServesLikeBareMemcached's CSV (one) as bars instead")
 	flag.Parse()
+	if *bars {
+		if flag.NArg() != 1 {
+			fmt.Fprintln(os.Stderr, "usage: scaleplot -serves [-o file.png] [-title …] serves.csv")
+			os.Exit(2)
+		}
+		if err := drawBars(*out, *title, flag.Arg(0)); err != nil {
+			fmt.Fprintln(os.Stderr, "scaleplot:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: scaleplot [-o file.png] claims-<n>.csv...")
 		os.Exit(2)

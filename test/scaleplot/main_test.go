@@ -110,3 +110,42 @@ func TestDraw(t *testing.T) {
 		t.Error("draw of a missing CSV: no error")
 	}
 }
+
+// TestDrawBars draws TestNodeServesLikeBareMemcached's figures and reads the PNG back, 8 by 4
+// inches, with the pod's bars in the first colour; a CSV of another kind is refused.
+func TestDrawBars(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "serves.png")
+	if err := drawBars(out, "test", "testdata/serves.csv"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out) //nolint:gosec // the test's own file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // read only
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the plot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 768 || b.Dy() != 384 {
+		t.Errorf("plot size %dx%d, want 768x384", b.Dx(), b.Dy())
+	}
+	wr, wg, wb, _ := plotutil.Color(0).RGBA()
+	bar := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r == wr && g == wg && b == wb {
+				bar++
+			}
+		}
+	}
+	if bar < 1000 {
+		t.Errorf("%d pixels in the pod's colour: its bars were not drawn", bar)
+	}
+	if err := drawBars(out, "test", "testdata/claims-3.csv"); err == nil || !strings.Contains(err.Error(), servesHeader) {
+		t.Errorf("drawBars of a TestScale CSV: %v, want an error naming the header it wants", err)
+	}
+	if _, err := parseServes("x.csv", strings.NewReader(servesHeader+"\nplain,fast,1\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a figure that is not a number: %v, want an error naming line 2", err)
+	}
+}

@@ -172,3 +172,13 @@ func ReadProcess(pid int) (Process, error) {
 	}
 	return p, nil
 }
+
+// CPUQuota is the cgroup's CFS quota and period (cpu.cfs_quota_us, cpu.cfs_period_us): the
+// CPU limit the kernel enforces, quota/period CPUs; a quota of -1 is no limit.
+func (c Container) CPUQuota() (quota, period int64, err error) {
+	if quota, err = c.cgroupFile("cpu", "cpu.cfs_quota_us"); err != nil {
+		return 0, 0, err
+	}
+	period, err = c.cgroupFile("cpu", "cpu.cfs_period_us")
+	return quota, period, err
+}
