@@ -3,7 +3,9 @@
 // as the spec and Input ask, the auth Secret, ServiceMonitor and (for namespaced XRs)
 // connection Secret, marks each ready from its observed state, and reports the Available
 // condition, status and connection details back to the XR and its claim. It keeps generated
-// credentials stable and reads a spec's TLS Secret through Crossplane (security.go).
+// credentials stable and reads a spec's TLS Secret through Crossplane (security.go). It
+// composes no kind the API server does not serve, by Crossplane's answer to its request for
+// the kind's schema (schemas.go).
 //
 // Everything it decides is delegated: resolve checks the spec against policy, render builds
 // the objects, readiness judges observed state. This package moves data between the
