@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -391,6 +392,11 @@ func TestServiceMonitor(t *testing.T) {
 	}
 	comp := objs[0]
 	comp.SetName("servicemonitors.cache.example.com")
+	// Only the example Composition may carry the provider's policy label: two labelled ones
+	// refuse every Instance (the provider scenarios running beside this one).
+	labels := comp.GetLabels()
+	delete(labels, "memcached.example.com/instance-policy")
+	comp.SetLabels(labels)
 	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
 	step := steps[0].(map[string]any)
 	_ = unstructured.SetNestedField(step, true, "input", "metrics", "serviceMonitor")
@@ -441,6 +447,46 @@ func TestServiceMonitor(t *testing.T) {
 		}})
 	}
 	installed := time.Now()
+	// The API server publishes a new CRD's OpenAPI document a moment after the CRD's events, on
+	// which Crossplane v2.4 drops its cache of those documents: a schema fetched in between
+	// says "not served" until the next CRD change (seen in a run of this scenario: still so 64
+	// s after the install; docs/operations.md). So, as a platform would, once the API server
+	// serves both kinds' schemas, this scenario changes the CRDs once more (an annotation).
+	err = kube.Wait(ctx, defaultTimeout, "the API server serves the schemas of ServiceMonitor and PrometheusRule", func(ctx context.Context) error {
+		b, err := env.Kube.Typed.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/monitoring.coreos.com/v1").DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct {
+					GVK []struct{ Kind string } `json:"x-kubernetes-group-version-kind"`
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return err
+		}
+		kinds := map[string]bool{}
+		for _, sc := range doc.Components.Schemas {
+			for _, g := range sc.GVK {
+				kinds[g.Kind] = true
+			}
+		}
+		if !kinds["ServiceMonitor"] || !kinds["PrometheusRule"] {
+			return errors.Errorf("serves %v", kinds)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plural := range []string{"servicemonitors", "prometheusrules"} {
+		if _, err := env.Kube.MergePatch(ctx, crdGVK, "", plural+".monitoring.coreos.com", []byte(`{"metadata":{"annotations":{"e2e.example.com/schema-published":"true"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("the API server served both schemas %.1f s after the CRDs were applied", time.Since(installed).Seconds())
 	waitAvailable(t, claimGVK, ns, "sessions", 1)
 	t.Logf("the CRDs installed: Available without a word of them %.1f s later", time.Since(installed).Seconds())
 
