@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -375,10 +377,62 @@ func replicasAndGeneration(t *testing.T, ns, name string) (spec, available, gene
 // A platform that runs the Prometheus Operator sets the Input's metrics.serviceMonitor and
 // metrics.prometheusRule: a claim with metrics then gets a ServiceMonitor for its Service's
 // metrics port and a PrometheusRule with its alerts, labelled with its name and namespace, and
-// is Available once the API server has both.
+// is Available once the API server has both. Before the Prometheus Operator's CRDs are
+// installed (the Composition declares both schemas, which Crossplane answers empty), the
+// claim is composed without them and Available, Synced, its message naming each missing CRD
+// and the Input setting that asks for it; once they are installed, the same claim gets both
+// within a minute (the function's TTL while a kind is missing: Crossplane does not watch
+// CRDs for an XR). No other scenario of this lane installs these CRDs.
 func TestServiceMonitor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	objs, err := env.Example("composition.yaml")
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("cannot read example/composition.yaml: %v", err)
+	}
+	comp := objs[0]
+	comp.SetName("servicemonitors.cache.example.com")
+	// Only the example Composition may carry the provider's policy label: two labelled ones
+	// refuse every Instance (the provider scenarios running beside this one).
+	labels := comp.GetLabels()
+	delete(labels, "memcached.example.com/instance-policy")
+	comp.SetLabels(labels)
+	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+	step := steps[0].(map[string]any)
+	_ = unstructured.SetNestedField(step, true, "input", "metrics", "serviceMonitor")
+	_ = unstructured.SetNestedField(step, true, "input", "metrics", "prometheusRule")
+	schemas, _, _ := unstructured.NestedSlice(step, "requirements", "requiredSchemas")
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		schemas = append(schemas, map[string]any{"requirementName": strings.ToLower(kind), "apiVersion": "monitoring.coreos.com/v1", "kind": kind})
+	}
+	_ = unstructured.SetNestedSlice(step, schemas, "requirements", "requiredSchemas")
+	_ = unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline")
+	apply(t, comp)
+	t.Cleanup(func() { _ = env.Kube.Delete(ctx, comp.GroupVersionKind(), "", comp.GetName()) })
+
+	ns := newNamespace(t, "monitored")
+	claim := newClaim(ns, "sessions", 1)
+	_ = unstructured.SetNestedField(claim.Object, true, "spec", "metrics", "enabled")
+	_ = unstructured.SetNestedField(claim.Object, comp.GetName(), "spec", "compositionRef", "name")
+	start := time.Now()
+	apply(t, claim)
+	waitMemcached(t, claimGVK, ns, "sessions", "Available, naming the missing CRDs", func(m memcached) error {
+		switch {
+		case m.Ready != "True" || m.Synced != "True" || m.Available != "True":
+			return errors.New("want Ready, Synced and Available True")
+		case !strings.HasPrefix(m.Message, "1/1 replicas available; "):
+			return errors.New(`want the message to begin "1/1 replicas available; "`)
+		}
+		for _, w := range []string{"ServiceMonitor not composed", "servicemonitors.monitoring.coreos.com", "metrics.serviceMonitor",
+			"PrometheusRule not composed", "prometheusrules.monitoring.coreos.com", "metrics.prometheusRule"} {
+			if !strings.Contains(m.Message, w) {
+				return errors.Errorf("want the message to name %q", w)
+			}
+		}
+		return nil
+	})
+	t.Logf("Available without the Prometheus Operator's CRDs %.1f s after the claim was applied", time.Since(start).Seconds())
+
 	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
 		plural := strings.ToLower(kind) + "s"
 		apply(t, &unstructured.Unstructured{Object: map[string]any{
@@ -392,25 +446,49 @@ func TestServiceMonitor(t *testing.T) {
 			},
 		}})
 	}
-	objs, err := env.Example("composition.yaml")
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("cannot read example/composition.yaml: %v", err)
+	installed := time.Now()
+	// The API server publishes a new CRD's OpenAPI document a moment after the CRD's events, on
+	// which Crossplane v2.4 drops its cache of those documents: a schema fetched in between
+	// says "not served" until the next CRD change (seen in a run of this scenario: still so 64
+	// s after the install; docs/operations.md). So, as a platform would, once the API server
+	// serves both kinds' schemas, this scenario changes the CRDs once more (an annotation).
+	err = kube.Wait(ctx, defaultTimeout, "the API server serves the schemas of ServiceMonitor and PrometheusRule", func(ctx context.Context) error {
+		b, err := env.Kube.Typed.Discovery().RESTClient().Get().AbsPath("/openapi/v3/apis/monitoring.coreos.com/v1").DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct {
+					GVK []struct{ Kind string } `json:"x-kubernetes-group-version-kind"`
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return err
+		}
+		kinds := map[string]bool{}
+		for _, sc := range doc.Components.Schemas {
+			for _, g := range sc.GVK {
+				kinds[g.Kind] = true
+			}
+		}
+		if !kinds["ServiceMonitor"] || !kinds["PrometheusRule"] {
+			return errors.Errorf("serves %v", kinds)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	comp := objs[0]
-	comp.SetName("servicemonitors.cache.example.com")
-	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
-	_ = unstructured.SetNestedField(steps[0].(map[string]any), true, "input", "metrics", "serviceMonitor")
-	_ = unstructured.SetNestedField(steps[0].(map[string]any), true, "input", "metrics", "prometheusRule")
-	_ = unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline")
-	apply(t, comp)
-	t.Cleanup(func() { _ = env.Kube.Delete(ctx, comp.GroupVersionKind(), "", comp.GetName()) })
-
-	ns := newNamespace(t, "monitored")
-	claim := newClaim(ns, "sessions", 1)
-	_ = unstructured.SetNestedField(claim.Object, true, "spec", "metrics", "enabled")
-	_ = unstructured.SetNestedField(claim.Object, comp.GetName(), "spec", "compositionRef", "name")
-	apply(t, claim)
+	for _, plural := range []string{"servicemonitors", "prometheusrules"} {
+		if _, err := env.Kube.MergePatch(ctx, crdGVK, "", plural+".monitoring.coreos.com", []byte(`{"metadata":{"annotations":{"e2e.example.com/schema-published":"true"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("the API server served both schemas %.1f s after the CRDs were applied", time.Since(installed).Seconds())
 	waitAvailable(t, claimGVK, ns, "sessions", 1)
+	t.Logf("the CRDs installed: Available without a word of them %.1f s later", time.Since(installed).Seconds())
 
 	sm := get(t, schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, ns, "sessions")
 	var port string
