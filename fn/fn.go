@@ -162,11 +162,13 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 			return rsp, nil
 		}
 	}
+	if len(d.unchecked) > 0 {
+		// In the condition, not an event: a Crossplane that lacks the capability lacks it on
+		// every call.
+		v.cond.Message += "; " + uncheckedNote(d.unchecked)
+	}
 	report(rsp, &o, &d, &v, f.now())
 	reportCredentials(rsp, &o, &d, &v)
-	if len(d.unchecked) > 0 {
-		response.Warning(rsp, errors.New(uncheckedWarning(d.unchecked))).WithReason("RequiredSchemasUnavailable").TargetComposite()
-	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil

@@ -122,9 +122,9 @@ func monitoringNotComposed(k kindSchema) string {
 		" or turns off " + setting + " in the Composition's Input"
 }
 
-// uncheckedWarning is the Warning result of a call that composed kinds without knowing
+// uncheckedNote is what the Available message says of kinds composed without knowing
 // whether they are served, because Crossplane does not advertise required schemas.
-func uncheckedWarning(kinds []string) string {
+func uncheckedNote(kinds []string) string {
 	them := "it"
 	if len(kinds) > 1 {
 		them = "them"
