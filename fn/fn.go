@@ -3,7 +3,9 @@
 // as the spec and Input ask, the auth Secret, ServiceMonitor and (for namespaced XRs)
 // connection Secret, marks each ready from its observed state, and reports the Available
 // condition, status and connection details back to the XR and its claim. It keeps generated
-// credentials stable and reads a spec's TLS Secret through Crossplane (security.go).
+// credentials stable and reads a spec's TLS Secret through Crossplane (security.go). It
+// composes no kind the API server does not serve, by Crossplane's answer to its request for
+// the kind's schema (schemas.go).
 //
 // Everything it decides is delegated: resolve checks the spec against policy, render builds
 // the objects, readiness judges observed state. This package moves data between the
@@ -17,6 +19,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -161,6 +164,9 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	}
 	report(rsp, &o, &d, &v, f.now())
 	reportCredentials(rsp, &o, &d, &v)
+	if len(d.unchecked) > 0 {
+		response.Warning(rsp, errors.New(uncheckedWarning(d.unchecked))).WithReason("RequiredSchemasUnavailable").TargetComposite()
+	}
 	f.log.Debug("Composed Memcached", "tag", req.GetMeta().GetTag(), "name", d.m.Name, "namespace", d.m.Namespace,
 		"size", d.m.Size, "reason", v.cond.Reason)
 	return rsp, nil
@@ -246,6 +252,12 @@ type decision struct {
 	// they do not): m.Auth then holds those of the observed auth Secret, which keep serving,
 	// or is nil when none may and what runs is held.
 	credentialsWait string
+	// notServed is true when a kind the Memcached needs is not served (schemas.go): the
+	// platform's fix, which Crossplane does not watch for the XR, shows after ResponseTTL.
+	notServed bool
+	// unchecked are the kinds composed without knowing whether they are served, because
+	// Crossplane does not advertise required schemas.
+	unchecked []string
 }
 
 // decide resolves the XR's spec against the Settings into d, reads the TLS Secret it names
@@ -253,6 +265,16 @@ type decision struct {
 // error is one the claim owner cannot fix (no randomness for a password).
 func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, o *observation, d *decision) error {
 	spec := decideSpec(o, d)
+	if d.placement != nil && len(d.errs) == 0 {
+		switch kindServed(rsp, req, instanceSchema) {
+		case servedNo:
+			// Held, as any invalid spec: what runs stays, here or in another cluster.
+			d.errs = append(d.errs, instanceNotServed(d.placement.Name))
+			d.notServed = true
+		case servedUnknown:
+			d.unchecked = append(d.unchecked, instanceSchema.groupKind())
+		}
+	}
 	if name := tlsSecretName(spec); name != "" && d.placement == nil {
 		secret, fetched := requireTLSSecret(rsp, req, name, d.t.namespace)
 		if !fetched {
@@ -396,7 +418,11 @@ func (f *Function) compose(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionR
 	if err != nil {
 		return err
 	}
+	r, notes := servedOnly(rsp, req, o, d, r)
 	cond := desire(rsp.Desired.Resources, o, r, oi, d.placement)
+	if len(notes) > 0 {
+		cond.Message += "; " + strings.Join(notes, "; ")
+	}
 	if o.settings.PodDiagnostics && d.placement == nil && !cond.Available && readiness.Applied(o.deployment, r.want) {
 		cond.Message = explain(rsp, req, d.m, cond.Message)
 	}
@@ -467,7 +493,7 @@ func responseTTL(o *observation, d *decision, v *verdict, now time.Time) time.Du
 	switch {
 	case changing || o.unresponsive || d.credentialsWait != "":
 		return ChangingTTL
-	case v.elsewhere:
+	case v.elsewhere || d.notServed:
 		return ResponseTTL
 	}
 	ttl := SettledTTL

@@ -126,6 +126,33 @@ func TestRunFunction(t *testing.T) {
 		"remote-create": {
 			reason: "A claim naming a ProviderConfig composes one Instance of the Memcached provider instead of local objects, not ready, Creating until the provider reports.",
 		},
+		"schemas-servicemonitor-missing": {
+			reason: "The Input asks for a ServiceMonitor but Crossplane's answer for monitoring.coreos.com/v1 ServiceMonitor is an empty schema (its CRD is not installed): everything else is composed, the PrometheusRule too, and the Available message names the kind, its CRD and the Input's metrics.serviceMonitor, rather than a Synced error from an apply that cannot succeed.",
+		},
+		"schemas-prometheusrule-missing": {
+			reason: "The same for a PrometheusRule whose CRD is not installed: the ServiceMonitor and the rest composed, the message names prometheusrules.monitoring.coreos.com and metrics.prometheusRule.",
+		},
+		"schemas-instance-not-served": {
+			reason: "A claim naming a ProviderConfig while the kind Instance is not served (provider-memcached not installed or not activated): InvalidSpec naming spec.providerConfigRef, the kind and what the platform installs, nothing composed, and called again after a minute (the fix is the platform's, which Crossplane does not watch).",
+		},
+		"schemas-instance-gone-keeps-running": {
+			reason: "A claim running in another cluster whose Instance kind stops being served: InvalidSpec, and its observed Instance held exactly as it runs, never dropped (Crossplane would delete it).",
+		},
+		"schemas-instance-not-served-keeps-local": {
+			reason: "A claim running here moved to another cluster while the kind Instance is not served: InvalidSpec naming spec.providerConfigRef, and its Deployment, Service and PodDisruptionBudget held as they run.",
+		},
+		"schemas-asked": {
+			reason: "Crossplane advertises required schemas but the Composition declared none: the function asks for the Instance schema in its response under instance.asked (Crossplane calls again with it) and composes as it always did meanwhile.",
+		},
+		"schemas-asked-answered": {
+			reason: "The second call, with the asked-for schema empty: InvalidSpec, and the same requirement asked again, so that Crossplane sees the function's requirements settle.",
+		},
+		"schemas-not-advertised": {
+			reason: "A request that does not advertise CAPABILITY_REQUIRED_SCHEMAS (a Crossplane before v2.2): the Instance composed as before, never Fatal, and a Warning result naming the capability and the oldest Crossplane that has it.",
+		},
+		"schemas-not-advertised-metrics": {
+			reason: "The same for the ServiceMonitor and PrometheusRule: both composed as before, one Warning result naming both kinds, the capability and Crossplane v2.2.",
+		},
 		"remote-ready": {
 			reason: "An Instance the provider reports Ready with 3/3 replicas makes the claim Available, with the counts in status, and one Normal event.",
 		},
