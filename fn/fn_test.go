@@ -129,6 +129,9 @@ func TestRunFunction(t *testing.T) {
 		"schemas-servicemonitor-missing": {
 			reason: "The Input asks for a ServiceMonitor but Crossplane's answer for monitoring.coreos.com/v1 ServiceMonitor is an empty schema (its CRD is not installed): everything else is composed, the PrometheusRule too, and the Available message names the kind, its CRD and the Input's metrics.serviceMonitor, rather than a Synced error from an apply that cannot succeed.",
 		},
+		"schemas-servicemonitor-missing-observed-kept": {
+			reason: "An observed ServiceMonitor while Crossplane answers its kind's schema empty (a stale answer: a CRD's deletion deletes its objects): the ServiceMonitor is kept as rendered, never dropped, and the message names nothing missing.",
+		},
 		"schemas-prometheusrule-missing": {
 			reason: "The same for a PrometheusRule whose CRD is not installed: the ServiceMonitor and the rest composed, the message names prometheusrules.monitoring.coreos.com and metrics.prometheusRule.",
 		},
