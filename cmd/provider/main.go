@@ -4,12 +4,16 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
 	"github.com/alecthomas/kong"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
@@ -23,8 +27,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
@@ -152,13 +158,54 @@ func (c *cli) Run() error {
 			MRStateMetrics:          stateMetrics,
 		},
 	}
-	if err := memcached.Setup(mgr, o, c.instanceOptions()); err != nil {
+	ctx, stop := context.WithCancelCause(ctrl.SetupSignalHandler())
+	defer stop(nil)
+	gated, err := canWatchCRDs(ctx, mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	if gated {
+		// safe-start: Crossplane runs the provider once the Instance is activated, and may
+		// create its CRD after the provider starts; each controller starts once its kinds are
+		// served.
+		o.Gate = new(gate.Gate[schema.GroupVersionKind])
+		if err := customresourcesgate.Setup(mgr, controller.Options{Logger: log, Gate: o.Gate, MaxConcurrentReconciles: 1}); err != nil {
+			return errors.Wrap(err, "cannot set up the CRD gate")
+		}
+		err = memcached.SetupGated(mgr, o, c.instanceOptions(), func(err error) { stop(err) })
+	} else {
+		log.Info("Cannot get, list and watch CustomResourceDefinitions: starting every controller now, so the provider's kinds must be served already")
+		err = memcached.Setup(mgr, o, c.instanceOptions())
+	}
+	if err != nil {
 		return errors.Wrap(err, "cannot set up the Memcached controllers")
 	}
-	log.Info("Starting the Memcached provider", "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy,
+	log.Info("Starting the Memcached provider", "gated-on-crds", gated, "poll", c.Poll, "settled-poll", c.SettledPoll, "sync", c.Sync, "max-reconcile-rate", c.MaxReconcileRate, "allow-builtin-policy", c.AllowBuiltinPolicy,
 		"min-poll", c.MinPoll, "max-target-objects", c.MaxTargetObjects, "max-target-memory-mb", c.MaxTargetMemoryMB, "max-tenant-memory-mb", c.MaxTenantMemoryMB,
 		"max-target-namespaces", c.MaxTargetNamespaces, "max-target-reconciles", c.MaxTargetReconciles, "target-wake-rate", c.TargetWakeRate, "target-idle", c.TargetIdle)
-	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run the controller manager")
+	err = mgr.Start(ctx)
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	return errors.Wrap(err, "cannot run the controller manager")
+}
+
+// canWatchCRDs asks the API server whether the provider may get, list and watch
+// CustomResourceDefinitions, which the CRD gate needs: Crossplane's RBAC manager grants it to
+// a provider that declares safe-start.
+func canWatchCRDs(ctx context.Context, c client.Client) (bool, error) {
+	for _, verb := range []string{"get", "list", "watch"} {
+		r := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: apiextensionsv1.GroupName, Resource: "customresourcedefinitions", Verb: verb},
+		}}
+		if err := c.Create(ctx, r); err != nil {
+			return false, errors.Wrapf(err, "cannot ask whether the provider may %s CustomResourceDefinitions", verb)
+		}
+		if !r.Status.Allowed {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // features are the controllers' feature flags the provider's flags enable.
@@ -171,11 +218,15 @@ func (c *cli) features() *feature.Flags {
 }
 
 // newScheme knows the provider's kinds and the built-in ones it reads and writes in the
-// control plane: Secrets, events and leases.
+// control plane: Secrets, events and leases, and CustomResourceDefinitions, which the CRD gate
+// watches.
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, errors.Wrap(err, "cannot add Kubernetes APIs to the scheme")
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add CustomResourceDefinitions to the scheme")
 	}
 	return s, errors.Wrap(v1alpha1.AddToScheme(s), "cannot add the Memcached provider APIs to the scheme")
 }
@@ -183,8 +234,12 @@ func newScheme() (*runtime.Scheme, error) {
 // managerOptions turns the flags into the manager's options.
 func managerOptions(c *cli, s *runtime.Scheme) ctrl.Options {
 	return ctrl.Options{
-		Scheme:  s,
-		Cache:   cache.Options{SyncPeriod: &c.Sync},
+		Scheme: s,
+		Cache: cache.Options{SyncPeriod: &c.Sync, ByObject: map[client.Object]cache.ByObject{
+			// The CRD gate reads only names, versions and conditions: the schemas of every
+			// CRD of the control plane would be most of the provider's memory.
+			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+		}},
 		Metrics: metricsserver.Options{BindAddress: c.MetricsBindAddress},
 		// Off unless asked for: profiles show how the provider spends its time under load.
 		PprofBindAddress: c.Profile,

@@ -171,12 +171,13 @@ func TestClusterInstalledWithHelm(t *testing.T) {
 	}
 }
 
-// The function and the provider are installed by Crossplane's package manager and run by its
-// Default runtime: Crossplane made their Deployments from the package images, their Service
-// and TLS certificates, and a claim composed through the function, reached by Crossplane at
+// The function and the provider (activated: TestClusterProviderActivation) are installed by
+// Crossplane's package manager and run by its Default runtime: Crossplane made their
+// Deployments from the package images, their Service and TLS certificates, and a claim composed through the function, reached by Crossplane at
 // the function's Service, becomes Available.
 func TestClusterDefaultRuntime(t *testing.T) {
 	requireCluster(t)
+	providerActivated.require(t, activateProvider)
 	ctx := context.Background()
 	healthy := map[string]string{"Installed": "True", "Healthy": "True"}
 	for _, p := range []struct {

@@ -82,8 +82,20 @@ func hostProvider(t *testing.T) *provider.Provider {
 // workloads returns the two shared workload clusters, starting them on first use. When the
 // production-shaped lane follows this run (E2E_WORKLOADS_IN_CLUSTER=1, as `make e2e` sets
 // it), the scenarios that use them skip here and run there, with the provider as Crossplane
-// runs it.
+// runs it, activated (TestClusterProviderActivation activates it first; a run that leaves that
+// scenario out activates it here).
 func workloads(t *testing.T) (a, b *workloadCluster) {
+	t.Helper()
+	a, b = startWorkloads(t)
+	if env.Cluster != nil {
+		providerActivated.require(t, activateProvider)
+	}
+	return a, b
+}
+
+// startWorkloads starts the shared workload clusters, as workloads does, without activating
+// the provider in the production-shaped lane.
+func startWorkloads(t *testing.T) (a, b *workloadCluster) {
 	t.Helper()
 	if env.Cluster == nil && os.Getenv("E2E_WORKLOADS_IN_CLUSTER") == "1" {
 		t.Skip("the production-shaped lane runs this scenario, with the provider in a pod (make e2e-cluster)")

@@ -67,6 +67,11 @@ func (c *Core) Metrics(ctx context.Context, families ...string) (Samples, error)
 	return s, errors.Wrap(err, "cannot read Crossplane's metrics")
 }
 
+// Scrape reads the named families from the Prometheus endpoint at url.
+func Scrape(ctx context.Context, url string, families ...string) (Samples, error) {
+	return scrape(ctx, url, families...)
+}
+
 // scrape reads the named families from the Prometheus endpoint at url.
 func scrape(ctx context.Context, url string, families ...string) (Samples, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -2,7 +2,9 @@
 // xpkg pushed to the suite's registry, a pkg.crossplane.io Provider naming it by digest,
 // Crossplane's package manager installing its CRDs (the Instance as a managed resource
 // definition), Crossplane's RBAC manager granting its ServiceAccount the provider's roles, and
-// the binary of the package's own runtime image running as that ServiceAccount.
+// the binary of the package's own runtime image running as that ServiceAccount, and, with it
+// running, the platform's ManagedResourceActivationPolicy activating the Instance (the
+// package declares safe-start, and this lane's Crossplane activates nothing by itself).
 //
 // Crossplane runs with the External package runtime, so this package plays the part of the
 // runtime that Crossplane's Deployment runtime would play in a cluster: it creates the
@@ -18,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,12 +58,29 @@ var (
 
 // CRDs are the provider's kinds, which Crossplane installs from the package.
 var CRDs = []string{
-	"instances.memcached.example.com",
+	InstanceCRD,
 	"providerconfigs.memcached.example.com",
 	"clusterproviderconfigs.memcached.example.com",
 	"providerconfigusages.memcached.example.com",
 	"clusterproviderconfigusages.memcached.example.com",
 }
+
+// InstanceCRD is the Instance's CRD, and its ManagedResourceDefinition's name: the provider
+// declares safe-start, so Crossplane creates it only once a ManagedResourceActivationPolicy
+// activates that definition. The other CRDs are installed with the package.
+const InstanceCRD = "instances.memcached.example.com"
+
+// ConfigCRDs are the provider's CRDs that the package installs whatever is activated.
+func ConfigCRDs() []string {
+	return slices.DeleteFunc(slices.Clone(CRDs), func(n string) bool { return n == InstanceCRD })
+}
+
+// Controller names the provider's controllers report in controller-runtime's metrics once
+// started.
+const (
+	InstanceController       = "managed/instance.memcached.example.com"
+	ProviderConfigController = "providerconfig/providerconfig.memcached.example.com"
+)
 
 // runtimeFieldManager owns what the suite writes as the provider's runtime.
 const runtimeFieldManager = "e2e-provider-runtime"
@@ -82,6 +102,11 @@ type Options struct {
 	// RBAC manager grants (package-provider/rbac/control-plane-clusterrole.yaml), which the
 	// suite binds to the provider's ServiceAccount as a platform team would.
 	ControlPlaneRole string
+	// ActivationPolicy is a file holding the ManagedResourceActivationPolicy a platform
+	// applies to activate the Instance (package-provider/examples/activation-policy.yaml). The
+	// suite applies it once the provider runs, and checks that the Instance controller waited
+	// for the Instance's CRD.
+	ActivationPolicy string
 	// Args are the provider's flags beside the package's entrypoint and the metrics address.
 	Args            []string
 	WorkDir, LogDir string
@@ -117,7 +142,67 @@ func Install(ctx context.Context, c *kube.Client, o Options) (*Provider, error) 
 		}
 	}
 	go p.serve(ctx)
-	return p, p.Start(ctx, o.Args...)
+	if err := p.Start(ctx, o.Args...); err != nil {
+		return nil, err
+	}
+	return p, p.activate(ctx)
+}
+
+// activate applies the platform's ManagedResourceActivationPolicy to a running provider: until
+// then the Instance's CRD does not exist, so the provider must run its provider-config
+// controllers and not its Instance controller (its CRD gate); once the CRD is served, the
+// Instance controller must start, without a restart.
+func (p *Provider) activate(ctx context.Context) error {
+	if _, err := p.c.Get(ctx, crdGVK, "", InstanceCRD); kerrors.IsNotFound(err) {
+		err := kube.Wait(ctx, time.Minute, "the provider's provider-config controllers started", func(ctx context.Context) error {
+			started, err := p.Controllers(ctx)
+			switch {
+			case err != nil:
+				return err
+			case started[InstanceController]:
+				return errors.Errorf("the Instance controller started before CRD %s existed: the provider's CRD gate did not hold it", InstanceCRD)
+			case !started[ProviderConfigController]:
+				return errors.Errorf("controller %s not started", ProviderConfigController)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if _, err := p.c.ApplyFile(ctx, p.opts.ActivationPolicy); err != nil {
+		return err
+	}
+	if err := crossplane.WaitEstablished(ctx, p.c, InstanceCRD); err != nil {
+		return err
+	}
+	return kube.Wait(ctx, time.Minute, "the provider's Instance controller started once its CRD was served", func(ctx context.Context) error {
+		started, err := p.Controllers(ctx)
+		if err == nil && !started[InstanceController] {
+			err = errors.Errorf("controller %s not started", InstanceController)
+		}
+		return err
+	})
+}
+
+// Controllers reads which of its controllers the running provider has started, from
+// controller-runtime's metrics.
+func (p *Provider) Controllers(ctx context.Context) (map[string]bool, error) {
+	s, err := crossplane.Scrape(ctx, p.MetricsURL, "controller_runtime_reconcile_total")
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the provider's metrics")
+	}
+	started := map[string]bool{}
+	for series := range s {
+		for _, c := range []string{InstanceController, ProviderConfigController} {
+			if strings.Contains(series, `controller="`+c+`"`) {
+				started[c] = true
+			}
+		}
+	}
+	return started, nil
 }
 
 func (p *Provider) push(ctx context.Context) (err error) {
@@ -349,13 +434,13 @@ func (p *Provider) serve(ctx context.Context) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) { _ = p.runtimeHealthy(ctx) }, time.Second)
 }
 
-// installed waits until Crossplane reports the Provider installed and healthy and its CRDs
-// are established.
+// installed waits until Crossplane reports the Provider installed and healthy and the CRDs it
+// installs whatever is activated are established.
 func (p *Provider) installed(ctx context.Context) error {
 	if _, err := crossplane.WaitConditions(ctx, p.c, installTimeout, ProviderGVK, "", Name, map[string]string{"Installed": "True", "Healthy": "True"}); err != nil {
 		return err
 	}
-	return crossplane.WaitEstablished(ctx, p.c, CRDs...)
+	return crossplane.WaitEstablished(ctx, p.c, ConfigCRDs()...)
 }
 
 // credentials writes the provider's kubeconfig: the control plane's API server, trusted by its

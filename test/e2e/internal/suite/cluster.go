@@ -328,6 +328,11 @@ func (e *Env) installCrossplane(ctx context.Context) error {
 			"args":                   args,
 			"registryCaBundleConfig": map[string]any{"name": registryCAConfigMap, "key": "ca.crt"},
 			"metrics":                map[string]any{"enabled": true},
+			// Nothing activated: the provider declares safe-start, so it runs no pod until
+			// the platform's ManagedResourceActivationPolicy activates the Instance
+			// (TestClusterProviderActivation). The chart's default, ["*"], activates every
+			// managed resource of every provider.
+			"provider": map[string]any{"defaultActivations": []any{}},
 		},
 	})
 	if err != nil {
@@ -354,7 +359,7 @@ const packageTimeout = 4 * time.Minute
 // and a Provider naming their packages by digest, the provider with a DeploymentRuntimeConfig
 // that passes its flags and names its ServiceAccount, which the provider's control-plane
 // ClusterRole is bound to. Crossplane's Default runtime makes their Deployments, Services and
-// certificates; both must become Healthy.
+// certificates; both must become Healthy (the provider with no pod: nothing activates it).
 func (e *Env) installPackages(ctx context.Context) error {
 	providerPkg, err := e.Registry.Push(ctx, e.ProviderXPKG, "example/"+provider.Name, "e2e")
 	if err != nil {
@@ -421,5 +426,6 @@ func (e *Env) installPackages(ctx context.Context) error {
 	if _, err := crossplane.WaitConditions(ctx, e.Kube, packageTimeout, provider.ProviderGVK, "", provider.Name, healthy); err != nil {
 		return err
 	}
-	return crossplane.WaitEstablished(ctx, e.Kube, provider.CRDs...)
+	// The Instance's CRD waits for its activation.
+	return crossplane.WaitEstablished(ctx, e.Kube, provider.ConfigCRDs()...)
 }

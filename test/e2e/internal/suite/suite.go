@@ -420,6 +420,7 @@ func (e *Env) installProvider(ctx context.Context) (err error) {
 		CoreBinary:       filepath.Join(e.BinDir, "crossplane-core"),
 		ControlPlane:     e.ControlPlane,
 		ControlPlaneRole: filepath.Join(e.RepoRoot, "package-provider", "rbac", "control-plane-clusterrole.yaml"),
+		ActivationPolicy: filepath.Join(e.RepoRoot, "package-provider", "examples", "activation-policy.yaml"),
 		Args:             e.ProviderArgs,
 		WorkDir:          e.WorkDir,
 		LogDir:           e.LogDir,
