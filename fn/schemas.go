@@ -60,7 +60,7 @@ type servedAnswer int
 
 const (
 	// servedUnknown: Crossplane does not advertise required schemas; the function composes
-	// the kind as it always did and says so in a Warning result.
+	// the kind as it always did and says so in the Available message.
 	servedUnknown servedAnswer = iota
 	// servedPending: the function asked in this response; the next call has the answer.
 	servedPending
