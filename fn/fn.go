@@ -270,6 +270,11 @@ func (f *Function) decide(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRe
 	if d.placement != nil && len(d.errs) == 0 {
 		switch kindServed(rsp, req, instanceSchema) {
 		case servedNo:
+			if len(o.instances) > 0 {
+				// An observed Instance proves its kind served (a CRD's deletion deletes its
+				// objects), as an observed ServiceMonitor does: a stale answer holds nothing.
+				break
+			}
 			// Held, as any invalid spec: what runs stays, here or in another cluster.
 			d.errs = append(d.errs, instanceNotServed(d.placement.Name))
 			d.notServed = true

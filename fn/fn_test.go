@@ -135,6 +135,9 @@ func TestRunFunction(t *testing.T) {
 		"schemas-servicemonitor-missing": {
 			reason: "The Input asks for a ServiceMonitor but Crossplane's answer for monitoring.coreos.com/v1 ServiceMonitor is an empty schema (its CRD is not installed): everything else is composed, the PrometheusRule too, and the Available message names the kind, its CRD and the Input's metrics.serviceMonitor, rather than a Synced error from an apply that cannot succeed.",
 		},
+		"schemas-servicemonitor-missing-settled": {
+			reason: "A claim serving all its replicas without its ServiceMonitor (the CRD not installed) is settled: Available, the message naming the CRD, and the settled TTL (ten minutes), so that a platform without the Prometheus Operator does not make every claim reconcile every minute.",
+		},
 		"schemas-servicemonitor-missing-observed-kept": {
 			reason: "An observed ServiceMonitor while Crossplane answers its kind's schema empty (a stale answer: a CRD's deletion deletes its objects): the ServiceMonitor is kept as rendered, never dropped, and the message names nothing missing.",
 		},
@@ -145,7 +148,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "A claim naming a ProviderConfig while the kind Instance is not served (provider-memcached not installed or not activated): InvalidSpec naming spec.providerConfigRef, the kind and what the platform installs, nothing composed, and called again after a minute (the fix is the platform's, which Crossplane does not watch).",
 		},
 		"schemas-instance-gone-keeps-running": {
-			reason: "A claim running in another cluster whose Instance kind stops being served: InvalidSpec, and its observed Instance held exactly as it runs, never dropped (Crossplane would delete it).",
+			reason: "A claim running in another cluster whose Instance schema comes back empty while its Instance is observed: the observed Instance proves the kind served (a stale answer), so the claim is composed and reported as before, its Instance kept.",
 		},
 		"schemas-instance-not-served-keeps-local": {
 			reason: "A claim running here moved to another cluster while the kind Instance is not served: InvalidSpec naming spec.providerConfigRef, and its Deployment, Service and PodDisruptionBudget held as they run.",
@@ -157,10 +160,10 @@ func TestRunFunction(t *testing.T) {
 			reason: "The second call, with the asked-for schema empty: InvalidSpec, and the same requirement asked again, so that Crossplane sees the function's requirements settle.",
 		},
 		"schemas-not-advertised": {
-			reason: "A request that does not advertise CAPABILITY_REQUIRED_SCHEMAS (a Crossplane before v2.2): the Instance composed as before, never Fatal, and a Warning result naming the capability and the oldest Crossplane that has it.",
+			reason: "A request that does not advertise CAPABILITY_REQUIRED_SCHEMAS (a Crossplane before v2.2): the Instance composed as before, never Fatal, and the Available message naming the capability and the oldest Crossplane that has it; no event (it would be one on every call).",
 		},
 		"schemas-not-advertised-metrics": {
-			reason: "The same for the ServiceMonitor and PrometheusRule: both composed as before, one Warning result naming both kinds, the capability and Crossplane v2.2.",
+			reason: "The same for the ServiceMonitor and PrometheusRule: both composed as before, the Available message naming both kinds, the capability and Crossplane v2.2.",
 		},
 		"remote-ready": {
 			reason: "An Instance the provider reports Ready with 3/3 replicas makes the claim Available, with the counts in status, and one Normal event.",

@@ -170,8 +170,9 @@ func servedOnly(rsp *fnv1.RunFunctionResponse, req *fnv1.RunFunctionRequest, o *
 				c.objects = maps.Clone(r.objects)
 				out = &c
 			}
+			// Not notServed: the claim serves without it, and a settled one looks again after
+			// SettledTTL, not every minute, however long the platform goes without the CRD.
 			delete(out.objects, m.key)
-			d.notServed = true
 			notes = append(notes, monitoringNotComposed(m.schema))
 		case servedYes, servedPending:
 		}
