@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -133,11 +134,13 @@ func container(cs corev1.ContainerStatus) (int, string) {
 		restarts = fmt.Sprintf(", restarted %d time%s", n, plural(n))
 	}
 	last := cs.LastTerminationState.Terminated
+	// Only memcached's own words are quoted: a sidecar's exit code says enough.
+	quote := cs.Name == render.ContainerName
 	switch w := cs.State.Waiting; {
 	case w != nil && w.Reason == "CrashLoopBackOff":
 		why := "CrashLoopBackOff"
 		if last != nil {
-			why += ": " + terminated(last)
+			why += ": " + terminated(last, quote)
 		}
 		return rankCrashing, why + restarts
 	case w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing"):
@@ -149,7 +152,7 @@ func container(cs corev1.ContainerStatus) (int, string) {
 		}
 		return rankCannotStart, w.Reason + " (" + detail(w.Message) + ")" + restarts
 	case cs.State.Terminated != nil:
-		return rankCrashing, terminated(cs.State.Terminated) + restarts
+		return rankCrashing, terminated(cs.State.Terminated, quote) + restarts
 	case last != nil && last.Reason == "OOMKilled" && !cs.Ready:
 		return rankCrashing, "OOMKilled" + restarts
 	case cs.State.Running != nil && !cs.Ready:
@@ -158,14 +161,21 @@ func container(cs corev1.ContainerStatus) (int, string) {
 	return 0, ""
 }
 
-// terminated words how a container ended: its reason (OOMKilled, Error) and exit code, and
-// its termination message when it has one: with external storage, memcached's container
-// ends its log there (FallbackToLogsOnError), which says why it could not open its disk.
-func terminated(t *corev1.ContainerStateTerminated) string {
+// terminated words how a container ended: its reason (OOMKilled, Error) and exit code, and,
+// when quote, its termination message when it has one: with external storage, memcached's
+// container ends its log there (FallbackToLogsOnError), which says why it could not open its
+// disk. Only printable characters of it are kept.
+func terminated(t *corev1.ContainerStateTerminated, quote bool) string {
 	if t.Reason == "OOMKilled" {
 		return t.Reason
 	}
-	if msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(t.Message), "\n", "; ")), " "); msg != "" {
+	printable := strings.Map(func(r rune) rune {
+		if r == '\n' || unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, t.Message)
+	if msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(printable), "\n", "; ")), " "); quote && msg != "" {
 		return fmt.Sprintf("%s (exit code %d: %s)", t.Reason, t.ExitCode, detail(msg))
 	}
 	return fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)

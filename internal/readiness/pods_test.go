@@ -99,6 +99,26 @@ func TestPods(t *testing.T) {
 			})},
 			want: "sessions-x2: sidecar exporter CrashLoopBackOff: OOMKilled, restarted 5 times",
 		},
+		"SidecarMessageNotQuoted": {
+			reason: "Only memcached's own termination message is quoted: a sidecar's (an image the claim may name) says no more than its exit code.",
+			pods: []corev1.Pod{pod("sessions-x2", func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+					Name: "exporter", RestartCount: 2,
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "token=abc"}},
+				})
+			})},
+			want: "sessions-x2: sidecar exporter CrashLoopBackOff: Error (exit code 1), restarted 2 times",
+		},
+		"TerminationMessageControlCharacters": {
+			reason: "Control characters in memcached's termination message (a terminal's escapes) are dropped, not carried into the condition.",
+			pods: []corev1.Pod{pod("sessions-x2", waiting("CrashLoopBackOff", ""), func(p *corev1.Pod) {
+				p.Status.ContainerStatuses[0].LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason: "Error", ExitCode: 1, Message: "\x1b[31mextstore open:\x07 Permission denied\x1b[0m\n",
+				}}
+			})},
+			want: "sessions-x2: CrashLoopBackOff: Error (exit code 1: [31mextstore open: Permission denied[0m)",
+		},
 		"OOMKilled": {
 			reason: "A container the kernel killed for memory says OOMKilled, whether it is starting again or backing off; one that serves again is no reason.",
 			pods: []corev1.Pod{
