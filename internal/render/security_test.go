@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,6 +25,7 @@ func TestNetworkPolicy(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		metrics bool
+		auth    bool
 		access  NetworkAccess
 		want    []networkingv1.NetworkPolicyIngressRule
 	}{
@@ -46,6 +48,15 @@ func TestNetworkPolicy(t *testing.T) {
 					Ports: []networkingv1.NetworkPolicyPort{metricsPort}},
 			},
 		},
+		"AuthProxyHealthPortClosed": {
+			reason:  "With the auth proxy, its liveness port (AuthProxyHealthPort) is admitted to no one: only the node's kubelet, which a NetworkPolicy does not filter, probes it.",
+			metrics: true, auth: true, access: NetworkAccess{MonitoringNamespace: "monitoring"},
+			want: []networkingv1.NetworkPolicyIngressRule{
+				{From: []networkingv1.NetworkPolicyPeer{sameNamespace}, Ports: []networkingv1.NetworkPolicyPort{memcachedPort}},
+				{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "monitoring"}}}},
+					Ports: []networkingv1.NetworkPolicyPort{metricsPort}},
+			},
+		},
 		"MetricsWithoutMonitoring": {
 			reason:  "Without a monitoring namespace, no one reaches the metrics port.",
 			metrics: true,
@@ -56,6 +67,14 @@ func TestNetworkPolicy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := base()
 			m.Metrics, m.NetworkPolicy = tc.metrics, &tc.access
+			if tc.auth {
+				m.Auth, m.AuthProxyImage = &Auth{Username: "memcached", Password: "p"}, "memcached-auth-proxy:1"
+				if !slices.ContainsFunc(Deployment(m).Spec.Template.Spec.Containers, func(c corev1.Container) bool {
+					return slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == AuthProxyHealthPort })
+				}) {
+					t.Fatalf("%s\nno container serves AuthProxyHealthPort: the case proves nothing", tc.reason)
+				}
+			}
 			np := NetworkPolicy(m)
 			if diff := cmp.Diff(tc.want, np.Spec.Ingress); diff != "" {
 				t.Errorf("%s\nNetworkPolicy(...).spec.ingress: -want, +got:\n%s", tc.reason, diff)
