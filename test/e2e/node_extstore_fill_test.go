@@ -39,8 +39,11 @@ func TestNodeExternalStorageHoldsMore(t *testing.T) {
 	began := time.Now()
 	ctx := context.Background()
 	ns := newNodeNamespace(t, "node-extstore")
-	apply(t, newNodeClaim(ns, "memory", 1, map[string]any{"memoryLimitMB": int64(64)}))
-	apply(t, newNodeClaim(ns, "extstore", 1, map[string]any{"memoryLimitMB": int64(64), "externalStorage": map[string]any{"sizeMB": int64(1024)}}))
+	// 10m of CPU requested and no limit: the real node's two cores are shared by every node
+	// scenario running at once, and a fill at a stated rate needs little.
+	apply(t, newNodeClaim(ns, "memory", 1, map[string]any{"memoryLimitMB": int64(64), "resources": idleCPU()}))
+	apply(t, newNodeClaim(ns, "extstore", 1, map[string]any{"memoryLimitMB": int64(64), "resources": idleCPU(),
+		"externalStorage": map[string]any{"sizeMB": int64(1024)}}))
 	waitAvailable(t, claimGVK, ns, "memory", 1)
 	waitAvailable(t, claimGVK, ns, "extstore", 1)
 	memPod, extPod := waitPodsReady(t, ns, "memory", 1)[0], waitPodsReady(t, ns, "extstore", 1)[0]

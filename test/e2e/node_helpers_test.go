@@ -154,6 +154,13 @@ func newNodeClaim(namespace, name string, size int, spec map[string]any) *unstru
 	return c
 }
 
+// idleCPU is a claim's spec.resources for a scenario's pods that need little CPU: a request
+// of 10m, so that the node scenarios running at once fit the real node's allocatable CPU (two
+// cores, where each pod requested the default 100m and its sidecars 10m each).
+func idleCPU() map[string]any {
+	return map[string]any{"requests": map[string]any{"cpu": "10m"}}
+}
+
 // livePods returns the Memcached name's pods that are not being deleted.
 func livePods(ctx context.Context, namespace, name string) ([]corev1.Pod, error) {
 	list, err := env.Kube.Typed.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})

@@ -66,7 +66,9 @@ func TestNodeSidecarFailure(t *testing.T) {
 			ctx := context.Background()
 			ns := newNodeNamespace(t, "node-sidecar")
 			const name = "sessions"
-			claim := newNodeClaim(ns, name, 2, map[string]any{"metrics": map[string]any{"enabled": true}})
+			// 10m of CPU requested: the real node's two cores are shared by every node
+			// scenario running at once, and these six pods do nothing but serve a few keys.
+			claim := newNodeClaim(ns, name, 2, map[string]any{"metrics": map[string]any{"enabled": true}, "resources": idleCPU()})
 			claim.Object["spec"].(map[string]any)["compositionRef"] = map[string]any{"name": tc.composition}
 			apply(t, claim)
 			waitAvailable(t, claimGVK, ns, name, 2)
