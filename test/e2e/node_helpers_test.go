@@ -139,6 +139,15 @@ func newNodeNamespace(t *testing.T, prefix string) string {
 	if err := node.OptIn(context.Background(), env.Kube, ns); err != nil {
 		t.Fatal(err)
 	}
+	// The real node has two CPUs for every node scenario's pods, and the lane's scenarios
+	// request about that much together: a passed scenario's namespace, and so its pods, go
+	// when it ends (without waiting: a Pending pod is scheduled once they are gone); a failed
+	// one's stays for a look.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = env.Kube.Typed.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		}
+	})
 	return ns
 }
 
