@@ -1,6 +1,7 @@
 package main
 
 import (
+	"image"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -80,30 +81,13 @@ func TestDraw(t *testing.T) {
 	if err := draw(out, "test", []string{"testdata/claims-3.csv"}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(out) //nolint:gosec // the test's own file
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // read only
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the plot is not a PNG: %v", err)
-	}
+	img := readPNG(t, out)
 	if b := img.Bounds(); b.Dx() != 768 || b.Dy() != 480 {
 		t.Errorf("plot size %dx%d, want 768x480", b.Dx(), b.Dy())
 	}
 	// The run's line is drawn in the first colour of plotutil's palette, which nothing else
 	// in the plot uses.
-	wr, wg, wb, _ := plotutil.Color(0).RGBA()
-	line := 0
-	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
-		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
-			if r, g, b, _ := img.At(x, y).RGBA(); r == wr && g == wg && b == wb {
-				line++
-			}
-		}
-	}
-	if line < 100 {
+	if line := firstColourPixels(img); line < 100 {
 		t.Errorf("%d pixels in the line's colour: the run's line was not drawn", line)
 	}
 	if err := draw(out, "test", []string{"testdata/missing.csv"}); err == nil {
@@ -118,28 +102,11 @@ func TestDrawBars(t *testing.T) {
 	if err := drawBars(out, "test", "testdata/serves.csv"); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(out) //nolint:gosec // the test's own file
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // read only
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the plot is not a PNG: %v", err)
-	}
+	img := readPNG(t, out)
 	if b := img.Bounds(); b.Dx() != 768 || b.Dy() != 384 {
 		t.Errorf("plot size %dx%d, want 768x384", b.Dx(), b.Dy())
 	}
-	wr, wg, wb, _ := plotutil.Color(0).RGBA()
-	bar := 0
-	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
-		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
-			if r, g, b, _ := img.At(x, y).RGBA(); r == wr && g == wg && b == wb {
-				bar++
-			}
-		}
-	}
-	if bar < 1000 {
+	if bar := firstColourPixels(img); bar < 1000 {
 		t.Errorf("%d pixels in the pod's colour: its bars were not drawn", bar)
 	}
 	if err := drawBars(out, "test", "testdata/claims-3.csv"); err == nil || !strings.Contains(err.Error(), servesHeader) {
@@ -148,4 +115,34 @@ func TestDrawBars(t *testing.T) {
 	if _, err := parseServes("x.csv", strings.NewReader(servesHeader+"\nplain,fast,1\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("a figure that is not a number: %v, want an error naming line 2", err)
 	}
+}
+
+// readPNG decodes the plot at path.
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path) //nolint:gosec // the test's own file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // read only
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("the plot is not a PNG: %v", err)
+	}
+	return img
+}
+
+// firstColourPixels counts img's pixels in the first colour of plotutil's palette: what a plot
+// draws its first series in.
+func firstColourPixels(img image.Image) int {
+	wr, wg, wb, _ := plotutil.Color(0).RGBA()
+	n := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r == wr && g == wg && b == wb {
+				n++
+			}
+		}
+	}
+	return n
 }
