@@ -102,21 +102,32 @@ func laneInput() map[string]any {
 	}
 }
 
-// applyCompositionFromExample applies example/composition.yaml under another name with its one
-// step's Input replaced by input, as a platform would for a second class of Memcached, and its
-// step calling function unless that is empty. Only the example Composition carries the
-// Memcached provider's policy label: two labelled Compositions with different Inputs would
-// leave Instances without a policy.
-func applyCompositionFromExample(ctx context.Context, name, function string, input map[string]any) error {
+// exampleCompositionNamed is example/composition.yaml (with the lane's substitutions) under
+// another name and without the Memcached provider's policy label, which only the example
+// Composition may carry: two labelled Compositions leave Instances without a policy.
+func exampleCompositionNamed(name string) (*unstructured.Unstructured, error) {
 	objs, err := env.Example("composition.yaml")
 	if err != nil || len(objs) != 1 {
-		return errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
+		return nil, errors.Errorf("cannot read example/composition.yaml as one Composition: %v", err)
 	}
 	c := objs[0]
 	c.SetName(name)
 	labels := c.GetLabels()
 	delete(labels, "memcached.example.com/instance-policy")
 	c.SetLabels(labels)
+	return c, nil
+}
+
+// applyCompositionFromExample applies example/composition.yaml under another name with its one
+// step's Input replaced by input, as a platform would for a second class of Memcached, and its
+// step calling function unless that is empty. Only the example Composition carries the
+// Memcached provider's policy label: two labelled Compositions with different Inputs would
+// leave Instances without a policy.
+func applyCompositionFromExample(ctx context.Context, name, function string, input map[string]any) error {
+	c, err := exampleCompositionNamed(name)
+	if err != nil {
+		return err
+	}
 	pipeline, _, _ := unstructured.NestedSlice(c.Object, "spec", "pipeline")
 	if len(pipeline) != 1 {
 		return errors.Errorf("example/composition.yaml has %d pipeline steps, want 1", len(pipeline))

@@ -24,15 +24,10 @@ import (
 func TestInstanceKindNotServed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	objs, err := env.Example("composition.yaml")
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("cannot read example/composition.yaml: %v", err)
+	comp, err := exampleCompositionNamed("unserved-instance.cache.example.com")
+	if err != nil {
+		t.Fatal(err)
 	}
-	comp := objs[0]
-	comp.SetName("unserved-instance.cache.example.com")
-	labels := comp.GetLabels()
-	delete(labels, "memcached.example.com/instance-policy")
-	comp.SetLabels(labels)
 	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
 	schemas := []any{map[string]any{"requirementName": "instance", "apiVersion": "memcached.example.com/v1alpha9", "kind": "Instance"}}
 	_ = unstructured.SetNestedSlice(steps[0].(map[string]any), schemas, "requirements", "requiredSchemas")

@@ -386,17 +386,10 @@ func replicasAndGeneration(t *testing.T, ns, name string) (spec, available, gene
 func TestServiceMonitor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	objs, err := env.Example("composition.yaml")
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("cannot read example/composition.yaml: %v", err)
+	comp, err := exampleCompositionNamed("servicemonitors.cache.example.com")
+	if err != nil {
+		t.Fatal(err)
 	}
-	comp := objs[0]
-	comp.SetName("servicemonitors.cache.example.com")
-	// Only the example Composition may carry the provider's policy label: two labelled ones
-	// refuse every Instance (the provider scenarios running beside this one).
-	labels := comp.GetLabels()
-	delete(labels, "memcached.example.com/instance-policy")
-	comp.SetLabels(labels)
 	steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
 	step := steps[0].(map[string]any)
 	_ = unstructured.SetNestedField(step, true, "input", "metrics", "serviceMonitor")
